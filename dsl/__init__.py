@@ -1,0 +1,55 @@
+"""A Triton-style kernel DSL for Ascend NPUs.
+
+Write a kernel once with ``@dsl.jit`` and the builtins below; run it on NumPy
+arrays or CPU torch tensors through the vectorized NumPy interpreter.
+"""
+
+from dsl.dtypes import DType, bfloat16, float16, float32, float64, int1, int32, int64
+from dsl.errors import (
+    DSLCompileError,
+    DSLError,
+    DSLLaunchError,
+    DSLRuntimeError,
+    OutOfBoundsError,
+    SourceLoc,
+)
+from dsl.jit import JITFunction, jit
+from dsl.language import (
+    abs,
+    arange,
+    block_size,
+    cast,
+    constexpr,
+    exp,
+    full,
+    load,
+    log,
+    log1p,
+    max,
+    maximum,
+    min,
+    minimum,
+    num_programs,
+    program_id,
+    range,
+    sigmoid,
+    sqrt,
+    static_assert,
+    static_range,
+    store,
+    sum,
+    tile_range,
+    where,
+    zeros,
+)
+from dsl.views import TensorView, as_view, broadcast_to
+
+__all__ = [
+    "DType", "bfloat16", "float16", "float32", "float64", "int1", "int32", "int64",
+    "DSLCompileError", "DSLError", "DSLLaunchError", "DSLRuntimeError", "OutOfBoundsError",
+    "SourceLoc", "JITFunction", "jit", "abs", "arange", "block_size", "cast", "constexpr",
+    "exp", "full", "load", "log", "log1p", "max", "maximum", "min", "minimum",
+    "num_programs", "program_id", "range", "sigmoid", "sqrt", "static_assert",
+    "static_range", "store", "sum", "tile_range", "where", "zeros", "TensorView", "as_view",
+    "broadcast_to",
+]

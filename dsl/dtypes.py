@@ -1,0 +1,98 @@
+"""Scalar element types of the DSL.
+
+Owns the closed set of dtypes a kernel can name (``dsl.float32`` ...), their NumPy
+storage types (bf16 through ``ml_dtypes``) and their Triton spellings. Promotion
+rules live in ``dsl.semantic`` and nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DType:
+    """One element type: its DSL name, kind, bit width and NumPy storage type."""
+
+    name: str
+    kind: str  # "bool", "int" or "float"
+    bits: int
+    triton_name: str
+
+    @property
+    def np(self) -> np.dtype:
+        """The NumPy dtype that stores values of this type."""
+        return _NUMPY[self.name]
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_int(self) -> bool:
+        """True for integer types, int1 (bool) included."""
+        return self.kind in ("int", "bool")
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "bool"
+
+    @property
+    def itemsize(self) -> int:
+        return self.np.itemsize
+
+    def __repr__(self) -> str:
+        return self.name
+
+    __str__ = __repr__
+
+    # Method names mirror Triton's so kernels may say `x.dtype.is_floating()`.
+    def is_floating(self) -> bool:
+        return self.is_float
+
+
+int1 = DType("int1", "bool", 1, "tl.int1")
+int32 = DType("int32", "int", 32, "tl.int32")
+int64 = DType("int64", "int", 64, "tl.int64")
+float16 = DType("float16", "float", 16, "tl.float16")
+bfloat16 = DType("bfloat16", "float", 16, "tl.bfloat16")
+float32 = DType("float32", "float", 32, "tl.float32")
+float64 = DType("float64", "float", 64, "tl.float64")
+
+ALL_DTYPES: tuple[DType, ...] = (int1, int32, int64, float16, bfloat16, float32, float64)
+FLOAT_DTYPES: tuple[DType, ...] = (float16, bfloat16, float32, float64)
+
+_NUMPY: dict[str, np.dtype] = {
+    "int1": np.dtype(np.bool_),
+    "int32": np.dtype(np.int32),
+    "int64": np.dtype(np.int64),
+    "float16": np.dtype(np.float16),
+    "bfloat16": np.dtype(ml_dtypes.bfloat16),
+    "float32": np.dtype(np.float32),
+    "float64": np.dtype(np.float64),
+}
+_BY_NUMPY: dict[np.dtype, DType] = {_NUMPY[d.name]: d for d in ALL_DTYPES}
+
+
+def from_numpy(dtype: np.dtype | type) -> DType:
+    """The DSL dtype stored as NumPy ``dtype``; ``TypeError`` if there is none."""
+    key = np.dtype(dtype)
+    try:
+        return _BY_NUMPY[key]
+    except KeyError:
+        supported = ", ".join(d.name for d in ALL_DTYPES)
+        raise TypeError(f"unsupported element type {key}; supported: {supported}") from None
+
+
+def by_name(name: str) -> DType:
+    """Look a dtype up by its DSL name (``"float16"``, ``"bf16"`` and ``"fp32"`` also work)."""
+    aliases = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32",
+               "float": "float32", "fp64": "float64", "double": "float64", "bool": "int1"}
+    canonical = aliases.get(name, name)
+    for d in ALL_DTYPES:
+        if d.name == canonical:
+            return d
+    raise KeyError(f"unknown dtype {name!r}")

@@ -1,0 +1,708 @@
+"""The AST frontend: a kernel's Python source plus a specialization -> typed IR.
+
+Data flow: ``KernelSource`` (parsed once per kernel) + ``Specialization`` (the
+constexpr values and the dtype/layout of each runtime argument) -> ``build_ir`` ->
+``dsl.ir.Function``. The visitor walks the restricted Python subset below and
+evaluates every expression either to a Python value (a constexpr: literals,
+constexpr parameters and arithmetic over them, folded at compile time) or to an IR
+``Value`` built through ``dsl.semantic``, which owns all typing rules.
+
+Accepted: assignments (also tuple unpacking and augmented), expressions built from
+arithmetic, comparisons and calls to DSL builtins, ``x.to(dtype)``, ``x[:, None]``,
+``if``/``else`` on constexpr conditions, ``for`` over ``range``/``dsl.range``
+(dynamic, with loop-carried values), ``dsl.static_range`` (unrolled) and
+``dsl.tile_range`` (tile loop spread over programs), calls of other ``@dsl.jit``
+functions (inlined), and a final bare ``return``. Everything else is rejected with
+an error at the offending node: file, line, column, excerpt, caret.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins as pybuiltins
+import inspect
+import linecache
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dsl import dtypes as dt
+from dsl import language as lang
+from dsl import semantic as sem
+from dsl.dtypes import DType
+from dsl.errors import DSLCompileError, SourceLoc
+from dsl.ir import Block, Function, Param, Type, Value, ViewType
+from dsl.layout import Layout
+from dsl.semantic import Builder, ViewArg
+
+_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv",
+           ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.BitAnd: "and", ast.BitOr: "or",
+           ast.BitXor: "xor"}
+_CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq",
+           ast.NotEq: "ne"}
+_PY_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
+    ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b, ast.BitXor: lambda a, b: a ^ b,
+    ast.Pow: lambda a, b: a**b, ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b}
+_PY_CMPOPS: dict[type, Callable[[Any, Any], bool]] = {
+    ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+    ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b}
+# Python builtins a kernel may call on constexpr values.
+_PY_FUNCS = {pybuiltins.min, pybuiltins.max, pybuiltins.abs, pybuiltins.int, pybuiltins.float,
+             pybuiltins.bool, pybuiltins.len}
+
+
+# ----------------------------------------------------------------------------- sources
+
+
+@dataclass
+class KernelSource:
+    """A kernel function's parsed source, with what is needed to locate its nodes."""
+
+    fn: Callable[..., Any]
+    tree: ast.FunctionDef
+    file: str
+    line_offset: int  # file line of the source's first line, minus one
+    col_offset: int  # columns removed by dedenting
+    params: list[inspect.Parameter]
+    constexpr_params: frozenset[str]
+    block_size_params: frozenset[str]
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
+    def loc(self, node: ast.AST) -> SourceLoc:
+        line = self.line_offset + getattr(node, "lineno", 1)
+        col = getattr(node, "col_offset", 0) + self.col_offset
+        return SourceLoc(self.file, line, col, linecache.getline(self.file, line))
+
+    @staticmethod
+    def parse(fn: Callable[..., Any]) -> KernelSource:
+        try:
+            lines, first = inspect.getsourcelines(fn)
+        except (OSError, TypeError) as exc:
+            raise DSLCompileError(f"cannot read the source of {fn.__name__}: {exc}") from None
+        raw = "".join(lines)
+        text = textwrap.dedent(raw)
+        col_offset = len(raw.splitlines()[0]) - len(text.splitlines()[0])
+        module = ast.parse(text)
+        tree = module.body[0]
+        assert isinstance(tree, ast.FunctionDef)
+        file = inspect.getsourcefile(fn) or "<unknown>"
+        sig = inspect.signature(fn)
+        constexpr, blocks = set(), set()
+        for p in sig.parameters.values():
+            ann = _resolve_annotation(fn, p.annotation)
+            if isinstance(ann, type) and issubclass(ann, lang.constexpr):
+                constexpr.add(p.name)
+                if issubclass(ann, lang.block_size):
+                    blocks.add(p.name)
+            if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                raise DSLCompileError(f"kernel parameter {p.name!r}: *args, **kwargs and "
+                                      "keyword-only parameters are not supported")
+        return KernelSource(fn, tree, file, first - 1, col_offset, list(sig.parameters.values()),
+                            frozenset(constexpr), frozenset(blocks))
+
+
+def _resolve_annotation(fn: Callable[..., Any], ann: Any) -> Any:
+    if isinstance(ann, str):
+        try:
+            return eval(ann, fn.__globals__)  # noqa: S307 - the kernel author's own annotation
+        except Exception:
+            return None
+    return ann
+
+
+# ----------------------------------------------------------------------------- specialization
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Specialization of a tensor argument."""
+
+    dtype: DType
+    layout: Layout
+
+    def __str__(self) -> str:
+        return f"{self.dtype}:{self.layout}"
+
+
+@dataclass(frozen=True)
+class ScalarSpec:
+    """Specialization of a runtime scalar argument."""
+
+    dtype: DType
+
+    def __str__(self) -> str:
+        return str(self.dtype)
+
+
+@dataclass(frozen=True)
+class ConstSpec:
+    """A constexpr (or None) argument, folded into the kernel."""
+
+    value: Any
+
+    def __str__(self) -> str:
+        return f"={self.value!r}"
+
+
+ArgSpec = TensorSpec | ScalarSpec | ConstSpec
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+@dataclass
+class _Method:
+    """A method of an IR value, e.g. ``x.to``."""
+
+    target: Value
+    name: str
+
+
+@dataclass
+class _Scope:
+    names: dict[str, Any] = field(default_factory=dict)
+
+
+class _Return(Exception):
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _is_value(x: Any) -> bool:
+    return isinstance(x, Value)
+
+
+# ----------------------------------------------------------------------------- visitor
+
+
+class _Visitor:
+    def __init__(self, src: KernelSource, builder: Builder, scope: dict[str, Any]) -> None:
+        self.src = src
+        self.b = builder
+        self.scope = scope
+
+    # -- errors and locations
+
+    def error(self, node: ast.AST, message: str) -> DSLCompileError:
+        return DSLCompileError(message, self.src.loc(node), self.b.kernel_name)
+
+    def at(self, node: ast.AST) -> None:
+        self.b.loc = self.src.loc(node)
+
+    # -- statements
+
+    def run_body(self, stmts: list[ast.stmt]) -> None:
+        for i, stmt in enumerate(stmts):
+            if isinstance(stmt, ast.Return):
+                if i != len(stmts) - 1:
+                    raise self.error(stmt, "statements after 'return' are not supported")
+                self.at(stmt)
+                raise _Return(self.expr(stmt.value) if stmt.value is not None else None)
+            self.stmt(stmt)
+
+    def stmt(self, node: ast.stmt) -> None:
+        self.at(node)
+        handler = getattr(self, f"stmt_{type(node).__name__}", None)
+        if handler is None:
+            raise self.error(node, f"unsupported statement: {type(node).__name__} "
+                                   f"('{ast.unparse(node).splitlines()[0]}')")
+        handler(node)
+
+    def stmt_Pass(self, node: ast.Pass) -> None:
+        pass
+
+    def stmt_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # docstring
+        self.expr(node.value)
+
+    def stmt_Assign(self, node: ast.Assign) -> None:
+        value = self.expr(node.value)
+        for target in node.targets:
+            self.assign(target, value)
+
+    def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is None:
+            raise self.error(node, "a declaration without a value is not supported")
+        self.assign(node.target, self.expr(node.value))
+
+    def stmt_AugAssign(self, node: ast.AugAssign) -> None:
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node.target, "augmented assignment needs a plain name")
+        current = self.lookup(node.target)
+        self.assign(node.target, self.binop(node, node.op, current, self.expr(node.value)))
+
+    def assign(self, target: ast.expr, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            self.scope[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
+                raise self.error(target, "cannot unpack: the value is not a tuple of "
+                                         f"{len(target.elts)} items")
+            for t, v in zip(target.elts, value):
+                self.assign(t, v)
+        else:
+            raise self.error(target, "only names can be assigned (no subscripts or attributes)")
+
+    def stmt_If(self, node: ast.If) -> None:
+        cond = self.expr(node.test)
+        if _is_value(cond) or isinstance(cond, ViewArg):
+            raise self.error(node.test, "'if' needs a constexpr condition; use dsl.where() "
+                                        "or a mask for a runtime condition")
+        self.run_body(node.body if cond else node.orelse)
+
+    def stmt_For(self, node: ast.For) -> None:
+        if node.orelse:
+            raise self.error(node, "for ... else is not supported")
+        call = node.iter
+        fn = self.expr(call.func) if isinstance(call, ast.Call) else None
+        if fn not in (pybuiltins.range, lang.range, lang.static_range, lang.tile_range):
+            raise self.error(node.iter, "a for loop must iterate over range(), dsl.range(), "
+                                        "dsl.static_range() or dsl.tile_range()")
+        assert isinstance(call, ast.Call)
+        args = [self.expr(a) for a in call.args]
+        if call.keywords:
+            raise self.error(call, "loop ranges take positional arguments only")
+        if fn is lang.static_range:
+            self.static_for(node, args)
+        elif fn is lang.tile_range:
+            if len(args) != 3:
+                raise self.error(call, f"tile_range() takes 3 arguments (start, end, block), "
+                                       f"got {len(args)}")
+            self.tile_for(node, *args)
+        else:
+            if not 1 <= len(args) <= 3:
+                raise self.error(call, f"range() takes 1 to 3 arguments, got {len(args)}")
+            start, end, step = (0, args[0], 1) if len(args) == 1 else \
+                (args[0], args[1], 1) if len(args) == 2 else tuple(args)
+            self.dynamic_for(node, start, end, step, tiled=False)
+
+    def static_for(self, node: ast.For, args: list[Any]) -> None:
+        if not all(isinstance(a, int) for a in args):
+            raise self.error(node.iter, "static_range() bounds must be constexpr integers")
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node.target, "the loop variable must be a plain name")
+        for i in pybuiltins.range(*args):
+            self.scope[node.target.id] = i
+            self.run_body(node.body)
+
+    def tile_for(self, node: ast.For, start: Any, end: Any, block: Any) -> None:
+        if not isinstance(block, int) or block <= 0:
+            raise self.error(node.iter, "tile_range() block must be a positive constexpr integer")
+        self.at(node.iter)
+        pid = sem.program_index(self.b, "program_id", 0)
+        nprog = sem.program_index(self.b, "num_programs", 0)
+        first = sem.binary(self.b, "add", start, sem.binary(self.b, "mul", pid, block))
+        step = sem.binary(self.b, "mul", nprog, block)
+        self.dynamic_for(node, first, end, step, tiled=True)
+
+    def dynamic_for(self, node: ast.For, start: Any, end: Any, step: Any, tiled: bool) -> None:
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node.target, "the loop variable must be a plain name")
+        self.at(node.iter)
+        bounds = [start, end, step]
+        for x in bounds:
+            if isinstance(x, Value) and (x.shape or not x.dtype.is_int or x.dtype.is_bool):
+                raise self.error(node.iter, "loop bounds must be integer scalars")
+            if not _is_value(x) and not (isinstance(x, int) and not isinstance(x, bool)):
+                raise self.error(node.iter, "loop bounds must be integers")
+        if isinstance(step, int) and step == 0:
+            raise self.error(node.iter, "range() step must not be zero")
+        iv_dtype = dt.int32
+        for x in bounds:
+            iv_dtype = sem.promote(iv_dtype, x.dtype if _is_value(x) else sem.scalar_dtype(x))
+        lo, hi, st = (sem.as_value(self.b, x, iv_dtype) for x in bounds)
+
+        # Loop-carried values: names the body assigns that hold an IR value before the loop.
+        assigned = _assigned_names(node.body)
+        carried = [n for n in sorted(assigned) if n in self.scope and
+                   (_is_value(self.scope[n]) or sem.is_pyscalar(self.scope[n]))]
+        inits = [sem.as_value(self.b, self.scope[n]) for n in carried]
+        iv = Value(Type(iv_dtype), name=node.target.id)
+        body = Block([iv] + [Value(v.type, name=n) for n, v in zip(carried, inits)])
+        outer = dict(self.scope)
+        self.scope[node.target.id] = iv
+        for n, arg in zip(carried, body.args[1:]):
+            self.scope[n] = arg
+        self.b.blocks.append(body)
+        self.run_body(node.body)
+        yields = []
+        for n, init in zip(carried, inits):
+            new = self.scope[n]
+            if not _is_value(new):
+                new = sem.as_value(self.b, new, init.dtype)
+            if new.type != init.type:
+                raise self.error(node, f"loop-carried variable '{n}' is {init.type} before the "
+                                       f"loop but {new.type} after an iteration; give it its "
+                                       "final type before the loop")
+            yields.append(new)
+        self.at(node)
+        self.b.emit("yield", yields, [])
+        self.b.blocks.pop()
+        self.at(node)
+        op = self.b.emit("for", [lo, hi, st, *inits], [v.type for v in inits],
+                         attrs={"tiled": tiled}, regions=[body])
+        # After the loop: carried names hold the results; loop-local names vanish.
+        self.scope.clear()
+        self.scope.update(outer)
+        for n, res in zip(carried, op.results):
+            res.name = None
+            self.scope[n] = res
+
+    # -- expressions
+
+    def expr(self, node: ast.expr) -> Any:
+        saved = self.b.loc
+        self.at(node)
+        handler = getattr(self, f"expr_{type(node).__name__}", None)
+        if handler is None:
+            raise self.error(node, f"unsupported expression: {type(node).__name__} "
+                                   f"('{ast.unparse(node)}')")
+        result = handler(node)
+        self.b.loc = saved
+        return result
+
+    def expr_Constant(self, node: ast.Constant) -> Any:
+        return node.value
+
+    def expr_Name(self, node: ast.Name) -> Any:
+        return self.lookup(node)
+
+    def lookup(self, node: ast.Name) -> Any:
+        name = node.id
+        if name in self.scope:
+            return self.scope[name]
+        fn = self.src.fn
+        if fn.__closure__:
+            for var, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                if var == name:
+                    return cell.cell_contents
+        if name in fn.__globals__:
+            return fn.__globals__[name]
+        if hasattr(pybuiltins, name):
+            return getattr(pybuiltins, name)
+        raise self.error(node, f"unknown name '{name}'")
+
+    def expr_Attribute(self, node: ast.Attribute) -> Any:
+        base = self.expr(node.value)
+        attr = node.attr
+        if _is_value(base):
+            if attr in ("to", "cast"):
+                return _Method(base, "to")
+            if attr == "dtype":
+                return base.dtype
+            if attr == "shape":
+                return base.shape
+            raise self.error(node, f"a tensor has no attribute '{attr}' (has .to, .dtype, .shape)")
+        if isinstance(base, ViewArg):
+            if attr == "dtype":
+                return base.dtype
+            raise self.error(node, f"a tensor argument has no attribute '{attr}' (has .dtype)")
+        if inspect.ismodule(base) or isinstance(base, DType):
+            if not hasattr(base, attr):
+                raise self.error(node, f"'{getattr(base, '__name__', base)}' has no attribute "
+                                       f"'{attr}'")
+            return getattr(base, attr)
+        raise self.error(node, f"attribute access on {type(base).__name__} is not supported")
+
+    def expr_Tuple(self, node: ast.Tuple) -> Any:
+        return tuple(self.expr(e) for e in node.elts)
+
+    expr_List = expr_Tuple
+
+    def expr_IfExp(self, node: ast.IfExp) -> Any:
+        cond = self.expr(node.test)
+        if _is_value(cond):
+            raise self.error(node.test, "a conditional expression needs a constexpr condition; "
+                                        "use dsl.where() for a runtime condition")
+        return self.expr(node.body if cond else node.orelse)
+
+    def expr_BinOp(self, node: ast.BinOp) -> Any:
+        return self.binop(node, node.op, self.expr(node.left), self.expr(node.right))
+
+    def binop(self, node: ast.AST, op: ast.operator, lhs: Any, rhs: Any) -> Any:
+        if not _is_value(lhs) and not _is_value(rhs):
+            fn = _PY_BINOPS.get(type(op))
+            if fn is None:
+                raise self.error(node, f"unsupported operator {type(op).__name__}")
+            try:
+                return fn(lhs, rhs)  # rule 6: constexpr folding
+            except Exception as exc:
+                raise self.error(node, f"constexpr arithmetic failed: {exc}") from None
+        name = _BINOPS.get(type(op))
+        if name is None:
+            raise self.error(node, f"operator {type(op).__name__} is not supported on tensors")
+        for side in (lhs, rhs):
+            if not _is_value(side) and not sem.is_pyscalar(side):
+                raise self.error(node, f"cannot apply an operator to {type(side).__name__}")
+        return sem.binary(self.b, name, lhs, rhs)
+
+    def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        x = self.expr(node.operand)
+        if not _is_value(x):
+            ops = {ast.USub: lambda a: -a, ast.UAdd: lambda a: +a, ast.Not: lambda a: not a,
+                   ast.Invert: lambda a: ~a}
+            return ops[type(node.op)](x)
+        if isinstance(node.op, ast.UAdd):
+            return x
+        if isinstance(node.op, ast.Not):
+            raise self.error(node, "'not' needs a constexpr; use ~ to invert a mask")
+        return sem.unary(self.b, "neg" if isinstance(node.op, ast.USub) else "invert", x)
+
+    def expr_BoolOp(self, node: ast.BoolOp) -> Any:
+        values = [self.expr(v) for v in node.values]
+        if any(_is_value(v) for v in values):
+            raise self.error(node, "'and'/'or' need constexpr operands; use & and | on masks")
+        result = values[0]
+        for v in values[1:]:
+            result = (result and v) if isinstance(node.op, ast.And) else (result or v)
+        return result
+
+    def expr_Compare(self, node: ast.Compare) -> Any:
+        if len(node.ops) != 1:
+            raise self.error(node, "chained comparisons are not supported; combine with &")
+        lhs, rhs = self.expr(node.left), self.expr(node.comparators[0])
+        op = node.ops[0]
+        if not _is_value(lhs) and not _is_value(rhs):
+            fn = _PY_CMPOPS.get(type(op))
+            if fn is None:
+                raise self.error(node, f"unsupported comparison {type(op).__name__}")
+            return fn(lhs, rhs)
+        name = _CMPOPS.get(type(op))
+        if name is None:
+            raise self.error(node, f"comparison {type(op).__name__} is not supported on tensors")
+        return sem.binary(self.b, name, lhs, rhs)
+
+    def expr_Subscript(self, node: ast.Subscript) -> Any:
+        base = self.expr(node.value)
+        if not _is_value(base):
+            index = self.expr(node.slice)
+            try:
+                return base[index]
+            except Exception as exc:
+                raise self.error(node, f"constexpr indexing failed: {exc}") from None
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        out, dim = base, 0
+        for item in items:
+            if isinstance(item, ast.Constant) and item.value is None:
+                out = sem.expand_dims(self.b, out, dim)
+                dim += 1
+            elif isinstance(item, ast.Slice) and item.lower is None and item.upper is None \
+                    and item.step is None:
+                dim += 1
+            else:
+                raise self.error(item, "block indexing supports only ':' and None "
+                                       "(e.g. x[:, None])")
+        if dim != out.rank:
+            raise self.error(node, f"index has {dim} dimensions, the result {out.rank}")
+        return out
+
+    def expr_Call(self, node: ast.Call) -> Any:
+        fn = self.expr(node.func)
+        if any(isinstance(a, ast.Starred) for a in node.args) or \
+                any(k.arg is None for k in node.keywords):
+            raise self.error(node, "*args and **kwargs are not supported in calls")
+        args = [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        self.at(node)
+        if isinstance(fn, _Method):
+            return self.call_builtin(node, lang.cast, [fn.target, *args], kwargs)
+        if getattr(fn, "__dsl_builtin__", False):
+            return self.call_builtin(node, fn, args, kwargs)
+        from dsl.jit import JITFunction
+
+        if isinstance(fn, JITFunction):
+            return self.inline_call(node, fn, args, kwargs)
+        if fn in _PY_FUNCS:
+            if fn is pybuiltins.abs and args and _is_value(args[0]):
+                return self.call_builtin(node, lang.abs, args, kwargs)
+            if any(_is_value(a) for a in args):
+                raise self.error(node, f"{fn.__name__}() is for constexprs; use "
+                                       f"dsl.{'maximum' if fn is pybuiltins.max else 'minimum'}"
+                                       "() on tensors" if fn in (pybuiltins.max, pybuiltins.min)
+                                 else f"{fn.__name__}() is for constexprs; use .to() on tensors")
+            return fn(*args, **kwargs)
+        if isinstance(fn, type) and issubclass(fn, Exception):
+            raise self.error(node, "raising exceptions is not supported in kernels")
+        raise self.error(node.func, f"'{ast.unparse(node.func)}' is not a DSL builtin or a "
+                                    "@dsl.jit function")
+
+    def call_builtin(self, node: ast.Call, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        try:
+            bound = inspect.signature(fn).bind(*args, **kwargs)
+        except TypeError as exc:
+            raise self.error(node, f"{fn.__name__}(): {exc}") from None
+        bound.apply_defaults()
+        handler = _BUILTINS.get(fn.__name__)
+        if handler is None:
+            raise self.error(node, f"dsl.{fn.__name__}() cannot be called here")
+        return handler(self, node, **bound.arguments)
+
+    def inline_call(self, node: ast.Call, callee: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        src = callee.source
+        sig = inspect.Signature(src.params)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise self.error(node, f"{src.name}(): {exc}") from None
+        bound.apply_defaults()
+        for name in src.constexpr_params:
+            if _is_value(bound.arguments[name]):
+                raise self.error(node, f"{src.name}(): argument '{name}' must be constexpr")
+        visitor = _Visitor(src, self.b, dict(bound.arguments))
+        try:
+            visitor.run_body(src.tree.body)
+        except _Return as ret:
+            return ret.value
+        return None
+
+
+def _assigned_names(stmts: list[ast.stmt]) -> set[str]:
+    names: set[str] = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+    return names
+
+
+# ----------------------------------------------------------------------------- builtins
+
+
+def _const_int(v: _Visitor, node: ast.AST, value: Any, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise v.error(node, f"{what} must be a constexpr integer")
+    return value
+
+
+def _dtype_arg(v: _Visitor, node: ast.AST, value: Any) -> DType:
+    if not isinstance(value, DType):
+        raise v.error(node, f"expected a dtype such as dsl.float32, got {value!r}")
+    return value
+
+
+def _view_arg(v: _Visitor, node: ast.AST, value: Any, fn: str) -> ViewArg:
+    if not isinstance(value, ViewArg):
+        what = "None" if value is None else type(value).__name__
+        raise v.error(node, f"{fn}() needs a tensor argument, got {what}")
+    return value
+
+
+def _math(name: str) -> Callable[..., Any]:
+    return lambda v, node, x: sem.unary(v.b, name, x)
+
+
+def _binary_builtin(name: str) -> Callable[..., Any]:
+    return lambda v, node, x, y: sem.binary(v.b, name, x, y)
+
+
+def _reduce(name: str) -> Callable[..., Any]:
+    def handler(v: _Visitor, node: ast.AST, x: Any, axis: Any, keep_dims: Any) -> Any:
+        if axis is not None:
+            axis = _const_int(v, node, axis, f"{name}() axis")
+        return sem.reduce(v.b, name, x, axis, bool(keep_dims))
+    return handler
+
+
+def _static_assert(v: _Visitor, node: ast.AST, condition: Any, message: str) -> None:
+    if _is_value(condition):
+        raise v.error(node, "static_assert() needs a constexpr condition")
+    if not condition:
+        raise v.error(node, f"static_assert failed: {message}" if message else "static_assert failed")
+
+
+def _loop_only(v: _Visitor, node: ast.AST, **_: Any) -> None:
+    raise v.error(node, "range(), static_range() and tile_range() can only drive a for loop")
+
+
+_BUILTINS: dict[str, Callable[..., Any]] = {
+    "program_id": lambda v, node, axis: sem.program_index(
+        v.b, "program_id", _const_int(v, node, axis, "axis")),
+    "num_programs": lambda v, node, axis: sem.program_index(
+        v.b, "num_programs", _const_int(v, node, axis, "axis")),
+    "arange": lambda v, node, start, end: sem.arange(v.b, start, end),
+    "zeros": lambda v, node, shape, dtype: sem.full(v.b, shape, 0, _dtype_arg(v, node, dtype)),
+    "full": lambda v, node, shape, value, dtype: sem.full(
+        v.b, shape, value, _dtype_arg(v, node, dtype)),
+    "load": lambda v, node, tensor, index, mask, other: sem.load(
+        v.b, _view_arg(v, node, tensor, "load"), index, mask, other),
+    "store": lambda v, node, tensor, index, value, mask: sem.store(
+        v.b, _view_arg(v, node, tensor, "store"), index, value, mask),
+    "where": lambda v, node, condition, x, y: sem.where(v.b, condition, x, y),
+    "maximum": _binary_builtin("maximum"),
+    "minimum": _binary_builtin("minimum"),
+    "exp": _math("exp"), "log": _math("log"), "log1p": _math("log1p"), "abs": _math("abs"),
+    "sigmoid": _math("sigmoid"), "sqrt": _math("sqrt"),
+    "sum": _reduce("sum"), "max": _reduce("max"), "min": _reduce("min"),
+    "cast": lambda v, node, x, dtype: sem.cast(v.b, sem.as_value(v.b, x),
+                                               _dtype_arg(v, node, dtype)),
+    "static_assert": _static_assert,
+    "range": _loop_only, "static_range": _loop_only, "tile_range": _loop_only,
+}
+
+
+# ----------------------------------------------------------------------------- entry point
+
+
+def build_ir(src: KernelSource, specs: dict[str, ArgSpec]) -> Function:
+    """Trace ``src`` under a specialization (one ``ArgSpec`` per parameter) into IR."""
+    builder = Builder(src.name)
+    scope: dict[str, Any] = {}
+    user_params: list[Param] = []
+    hidden: list[Param] = []
+    for p in src.params:
+        spec = specs[p.name]
+        if isinstance(spec, ConstSpec):
+            scope[p.name] = spec.value
+        elif isinstance(spec, ScalarSpec):
+            value = Value(Type(spec.dtype), name=p.name)
+            user_params.append(Param(value, "scalar", p.name))
+            scope[p.name] = value
+        else:
+            view, extra = _view_param(p.name, spec)
+            user_params.append(Param(view.value, "tensor", p.name))
+            hidden.extend(extra)
+            scope[p.name] = view
+    params = user_params + hidden
+    body = builder.block
+    body.args = [p.value for p in params]
+    visitor = _Visitor(src, builder, scope)
+    try:
+        visitor.run_body(src.tree.body)
+    except _Return as ret:
+        if ret.value is not None:
+            raise DSLCompileError("a kernel cannot return a value; store it instead",
+                                  builder.loc, src.name) from None
+    key = tuple((name, str(spec)) for name, spec in specs.items())
+    return Function(src.name, params, body, src.file, key)
+
+
+def _view_param(name: str, spec: TensorSpec) -> tuple[ViewArg, list[Param]]:
+    layout = spec.layout
+    value = Value(ViewType(spec.dtype, layout), name=name)
+    index_dt = dt.int64 if layout.index_bits == 64 else dt.int32
+    hidden: list[Param] = []
+    sizes: list[Value] = []
+    strides: list[Value | int] = []
+    for d, stride in enumerate(layout.strides):
+        size = Value(Type(index_dt), name=f"{name}_size{d}")
+        hidden.append(Param(size, "size", size.name or "", of=name, dim=d))
+        sizes.append(size)
+        if stride is None:
+            sv = Value(Type(index_dt), name=f"{name}_stride{d}")
+            hidden.append(Param(sv, "stride", sv.name or "", of=name, dim=d))
+            strides.append(sv)
+        else:
+            strides.append(stride)
+    base = None
+    if layout.has_base:
+        base = Value(Type(index_dt), name=f"{name}_base")
+        hidden.append(Param(base, "base", base.name or "", of=name))
+    return ViewArg(name, value, tuple(sizes), tuple(strides), base), hidden

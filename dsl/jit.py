@@ -1,0 +1,266 @@
+"""``@dsl.jit``: kernel objects, specialization, caching and launch.
+
+Launch data flow: ``kernel[grid](*args)`` or ``kernel(*args)`` ->
+``bind`` (arguments checked against the signature; tensors become ``TensorView``s
+and are coalesced; every runtime argument gets an ``ArgSpec``; omitted
+``dsl.block_size`` parameters are chosen) -> specialization key -> IR from the
+in-memory cache or from ``dsl.frontend.build_ir`` -> launch checks (stored tensors
+are writeable and not broadcast) -> backend. Every check happens before the backend
+runs, so an invalid launch writes nothing.
+
+The only backend so far is the NumPy interpreter (``lowering.interpreter``);
+``DSL_INTERPRET=1`` selects it explicitly, and it is the default for NumPy arrays
+and CPU torch tensors.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dsl import dtypes as dt
+from dsl.errors import DSLCompileError, DSLLaunchError
+from dsl.frontend import ArgSpec, ConstSpec, KernelSource, ScalarSpec, TensorSpec, build_ir
+from dsl.ir import Function
+from dsl.views import TensorView, as_view, is_torch_tensor
+
+# Ascend910B4 has 20 AI cores with 2 vector cores each; the launcher's default grid
+# is one program per vector core, as triton-ascend recommends. (Number from the
+# chip's published core count, not measured here; the target table of the lowering
+# issue will own it.)
+DEFAULT_PROGRAMS = 40
+
+Grid = int | Sequence[int] | Callable[[dict[str, Any]], Sequence[int]]
+
+
+@dataclass(frozen=True)
+class BoundTensor:
+    """A tensor argument ready for a backend."""
+
+    name: str
+    view: TensorView
+    buffer: np.ndarray  # flat, starting at the lowest address the view touches
+    sizes: tuple[int, ...]
+    strides: tuple[int, ...]
+    base: int
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Everything a backend needs to run one launch."""
+
+    function: Function
+    args: tuple[Any, ...]  # one runtime value per ``function.params`` entry
+    grid: tuple[int, int, int]
+    tensors: dict[str, BoundTensor]
+
+
+def _is_tensor(obj: Any) -> bool:
+    return isinstance(obj, (np.ndarray, TensorView)) or is_torch_tensor(obj)
+
+
+def _scalar_spec(value: Any) -> ScalarSpec | None:
+    if isinstance(value, (bool, np.bool_)):
+        return ScalarSpec(dt.int1)
+    if isinstance(value, (int, np.integer)):
+        if isinstance(value, np.integer):
+            return ScalarSpec(dt.from_numpy(value.dtype))
+        return ScalarSpec(dt.int32 if -(2**31) <= value < 2**31 else dt.int64)
+    if isinstance(value, np.floating):
+        return ScalarSpec(dt.from_numpy(value.dtype))
+    if isinstance(value, float):
+        return ScalarSpec(dt.float32)
+    return None
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+class JITFunction:
+    """A kernel written in the DSL. Call it, or index it with a grid first."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.source = KernelSource.parse(fn)
+        self._cache: dict[tuple, Function] = {}
+        functools.update_wrapper(self, fn)
+
+    @property
+    def name(self) -> str:
+        return self.source.name
+
+    def __repr__(self) -> str:
+        return f"<dsl.jit kernel {self.name}>"
+
+    def __getitem__(self, grid: Grid) -> Callable[..., None]:
+        return lambda *args, **kwargs: self._launch(args, kwargs, grid)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        self._launch(args, kwargs, None)
+
+    # -- specialization
+
+    def _def_error(self, message: str) -> DSLLaunchError:
+        return DSLLaunchError(message, self.source.loc(self.source.tree), self.name)
+
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, ArgSpec], dict[str, Any]]:
+        """Check arguments against the signature; return (specs, runtime values)."""
+        sig = inspect.Signature(self.source.params)
+        blocks = self.source.block_size_params
+        try:
+            bound = sig.bind_partial(*args, **kwargs)
+        except TypeError as exc:
+            raise self._def_error(f"bad arguments for kernel {self.name}{sig}: {exc}") from None
+        bound.apply_defaults()
+        missing = [p.name for p in self.source.params
+                   if p.name not in bound.arguments and p.name not in blocks]
+        if missing:
+            raise self._def_error(f"kernel {self.name}{sig} is missing argument(s): "
+                                  + ", ".join(missing))
+        specs: dict[str, ArgSpec] = {}
+        values: dict[str, Any] = {}
+        for p in self.source.params:
+            if p.name not in bound.arguments:
+                continue  # a block size, chosen below
+            value = bound.arguments[p.name]
+            if p.name in self.source.constexpr_params:
+                try:
+                    hash(value)
+                except TypeError:
+                    raise self._def_error(f"constexpr argument {p.name!r} must be hashable, "
+                                          f"got {type(value).__name__}") from None
+                specs[p.name] = ConstSpec(value)
+            elif value is None:
+                specs[p.name] = ConstSpec(None)
+            elif _is_tensor(value):
+                try:
+                    view = as_view(value)
+                except (TypeError, ValueError) as exc:
+                    raise self._def_error(f"argument {p.name!r}: {exc}") from None
+                specs[p.name] = TensorSpec(view.dtype, view.coalesced().layout)
+                values[p.name] = view
+            else:
+                spec = _scalar_spec(value)
+                if spec is None:
+                    raise self._def_error(
+                        f"argument {p.name!r}: expected a tensor, a number or None, got "
+                        f"{type(value).__name__} (mark the parameter dsl.constexpr to pass "
+                        "compile-time values)")
+                specs[p.name] = spec
+                values[p.name] = value
+        largest = max((v.numel for v in values.values() if isinstance(v, TensorView)), default=1)
+        for name in blocks:
+            if name not in specs:
+                specs[name] = ConstSpec(interpreter_block_size(largest))
+        ordered = {p.name: specs[p.name] for p in self.source.params}
+        return ordered, values
+
+    def specialize(self, specs: dict[str, ArgSpec]) -> Function:
+        """The IR of one specialization, built on first use and cached in memory."""
+        key = tuple(specs.items())
+        fn = self._cache.get(key)
+        if fn is None:
+            fn = build_ir(self.source, specs)
+            self._cache[key] = fn
+        return fn
+
+    def ir(self, *args: Any, **kwargs: Any) -> Function:
+        """The typed IR this kernel compiles to for these arguments (nothing runs)."""
+        try:
+            specs, _ = self.bind(args, kwargs)
+            return self.specialize(specs)
+        except DSLCompileError as err:
+            raise _without_compiler_frames(err) from None
+
+    # -- launch
+
+    def _launch(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Grid | None) -> None:
+        try:
+            launch = self.prepare(args, kwargs, grid)
+        except DSLCompileError as err:
+            raise _without_compiler_frames(err) from None
+        from lowering import interpreter
+
+        interpreter.run(launch)
+
+    def prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Grid | None) -> Launch:
+        """Bind, specialize and check a launch; nothing executes."""
+        specs, values = self.bind(args, kwargs)
+        fn = self.specialize(specs)
+        meta = {name: spec.value for name, spec in specs.items() if isinstance(spec, ConstSpec)}
+        grid3 = self._grid(grid, meta)
+        stored = {op.attrs["tensor"] for op in fn.walk() if op.kind == "store"}
+        tensors: dict[str, BoundTensor] = {}
+        for name, value in values.items():
+            if not isinstance(value, TensorView):
+                continue
+            if name in stored:
+                if value.is_broadcast:
+                    raise self._def_error(f"argument {name!r} is stored to but is a broadcast "
+                                          f"view (strides {list(value.strides)})")
+                if not value.buffer.flags.writeable:
+                    raise self._def_error(f"argument {name!r} is stored to but is read-only")
+            c = value.coalesced()
+            tensors[name] = BoundTensor(name, value, value.kernel_buffer(), c.sizes, c.strides,
+                                        c.base)
+        runtime: list[Any] = []
+        for param in fn.params:
+            if param.role == "tensor":
+                runtime.append(tensors[param.user_name])
+            elif param.role == "scalar":
+                runtime.append(param.value.dtype.np.type(values[param.user_name]))
+            else:
+                t = tensors[param.of or ""]
+                raw = {"size": lambda: t.sizes[param.dim], "stride": lambda: t.strides[param.dim],
+                       "base": lambda: t.base}[param.role]()
+                runtime.append(param.value.dtype.np.type(raw))
+        return Launch(fn, tuple(runtime), grid3, tensors)
+
+    def _grid(self, grid: Grid | None, meta: dict[str, Any]) -> tuple[int, int, int]:
+        if grid is None:
+            grid = (DEFAULT_PROGRAMS,)
+        if callable(grid):
+            grid = grid(meta)
+        if isinstance(grid, int):
+            grid = (grid,)
+        dims = tuple(grid)
+        if not 1 <= len(dims) <= 3 or not all(isinstance(g, (int, np.integer)) and g >= 1
+                                              for g in dims):
+            raise self._def_error(f"grid must be 1 to 3 positive integers, got {grid!r}")
+        dims = tuple(int(g) for g in dims) + (1,) * (3 - len(dims))
+        return dims  # type: ignore[return-value]
+
+
+def interpreter_block_size(largest_numel: int) -> int:
+    """Block size the launcher picks for the interpreter: large enough that NumPy's
+    per-call overhead vanishes, never much larger than the biggest tensor."""
+    return int(min(1 << 16, max(16, _next_pow2(largest_numel))))
+
+
+def _without_compiler_frames(err: DSLCompileError) -> DSLCompileError:
+    err.__traceback__ = None
+    err.__cause__ = None
+    err.__suppress_context__ = True
+    return err
+
+
+def jit(fn: Callable[..., Any] | None = None) -> Any:
+    """Decorator: turn a Python function written in the DSL into a kernel.
+
+    Usable as ``@dsl.jit`` or ``@dsl.jit()``. The kernel compiles per
+    specialization on first call; ``DSL_INTERPRET=1`` forces interpreter mode."""
+    if fn is None:
+        return jit
+    return JITFunction(fn)
+
+
+def interpret_forced() -> bool:
+    """True when ``DSL_INTERPRET=1`` asks for the NumPy interpreter."""
+    return os.environ.get("DSL_INTERPRET", "") not in ("", "0")

@@ -1,0 +1,189 @@
+"""The DSL's builtins, as thin documented stubs.
+
+Inside a ``@dsl.jit`` kernel the frontend recognises these functions and turns each
+call into IR through ``dsl.semantic`` (their signatures are the contract checked
+for argument counts and names). Called from ordinary Python they raise, because
+they only have meaning inside a kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dsl.dtypes import DType
+
+
+class constexpr:  # noqa: N801 - Triton's spelling
+    """Annotation for a compile-time parameter: ``BLOCK: dsl.constexpr``.
+
+    A constexpr argument is part of the specialization key; expressions over
+    constexprs are evaluated in Python while compiling, and ``if`` statements must
+    test constexprs."""
+
+
+class block_size(constexpr):  # noqa: N801
+    """A constexpr block size that the launcher chooses when the caller omits it.
+
+    The interpreter picks a large power of two that keeps NumPy's per-call overhead
+    negligible; a compiled backend picks the largest block that fits the target's
+    on-chip buffer."""
+
+
+def _outside(name: str) -> RuntimeError:
+    return RuntimeError(f"dsl.{name}() can only be used inside a @dsl.jit kernel")
+
+
+def builtin(fn: Any) -> Any:
+    fn.__dsl_builtin__ = True
+    return fn
+
+
+@builtin
+def program_id(axis: int = 0) -> Any:
+    """Index of this program instance along grid ``axis`` (int32 scalar)."""
+    raise _outside("program_id")
+
+
+@builtin
+def num_programs(axis: int = 0) -> Any:
+    """Number of program instances along grid ``axis`` (int32 scalar)."""
+    raise _outside("num_programs")
+
+
+@builtin
+def arange(start: int, end: int) -> Any:
+    """int32 block ``[start, end)``; bounds are constexpr, the length a power of two."""
+    raise _outside("arange")
+
+
+@builtin
+def zeros(shape: Any, dtype: DType) -> Any:
+    """Block of zeros of constexpr ``shape``."""
+    raise _outside("zeros")
+
+
+@builtin
+def full(shape: Any, value: Any, dtype: DType) -> Any:
+    """Block of constexpr ``shape`` filled with the constexpr ``value``."""
+    raise _outside("full")
+
+
+@builtin
+def load(tensor: Any, index: Any, mask: Any = None, other: Any = None) -> Any:
+    """Load ``tensor`` at the logical row-major ``index`` (scalar or block).
+
+    Lanes where ``mask`` is false are not read and give ``other`` (default 0). The
+    compiler derives the physical offset from the tensor's layout, so broadcast
+    operands (stride 0) are read in place."""
+    raise _outside("load")
+
+
+@builtin
+def store(tensor: Any, index: Any, value: Any, mask: Any = None) -> Any:
+    """Store ``value`` (converted to the tensor's dtype) at logical ``index``."""
+    raise _outside("store")
+
+
+@builtin
+def where(condition: Any, x: Any, y: Any) -> Any:
+    """Elementwise ``x if condition else y``."""
+    raise _outside("where")
+
+
+@builtin
+def maximum(x: Any, y: Any) -> Any:
+    """Elementwise maximum (a NaN operand is ignored, IEEE maxNum)."""
+    raise _outside("maximum")
+
+
+@builtin
+def minimum(x: Any, y: Any) -> Any:
+    """Elementwise minimum (a NaN operand is ignored, IEEE minNum)."""
+    raise _outside("minimum")
+
+
+@builtin
+def exp(x: Any) -> Any:
+    """Elementwise e**x."""
+    raise _outside("exp")
+
+
+@builtin
+def log(x: Any) -> Any:
+    """Elementwise natural logarithm."""
+    raise _outside("log")
+
+
+@builtin
+def log1p(x: Any) -> Any:
+    """Elementwise log(1 + x), accurate near 0."""
+    raise _outside("log1p")
+
+
+@builtin
+def abs(x: Any) -> Any:  # noqa: A001 - Triton's name
+    """Elementwise absolute value."""
+    raise _outside("abs")
+
+
+@builtin
+def sigmoid(x: Any) -> Any:
+    """Elementwise 1 / (1 + exp(-x))."""
+    raise _outside("sigmoid")
+
+
+@builtin
+def sqrt(x: Any) -> Any:
+    """Elementwise square root."""
+    raise _outside("sqrt")
+
+
+@builtin
+def sum(x: Any, axis: int | None = None, keep_dims: bool = False) -> Any:  # noqa: A001
+    """Sum along ``axis`` (all axes when None); accumulates as rule 10 of dsl.semantic says."""
+    raise _outside("sum")
+
+
+@builtin
+def max(x: Any, axis: int | None = None, keep_dims: bool = False) -> Any:  # noqa: A001
+    """Maximum along ``axis`` (all axes when None)."""
+    raise _outside("max")
+
+
+@builtin
+def min(x: Any, axis: int | None = None, keep_dims: bool = False) -> Any:  # noqa: A001
+    """Minimum along ``axis`` (all axes when None)."""
+    raise _outside("min")
+
+
+@builtin
+def cast(x: Any, dtype: DType) -> Any:
+    """Convert to ``dtype`` (same as ``x.to(dtype)``)."""
+    raise _outside("cast")
+
+
+@builtin
+def tile_range(start: Any, end: Any, block: int) -> Any:
+    """Tile loop: ``for t in tile_range(0, n, BLOCK)`` visits tile starts
+    ``start, start + BLOCK, ... < end``, spread round-robin over the programs of
+    grid axis 0 (program p takes tiles p, p + P, ...). This is the Ascend idiom: one
+    program per vector core, each looping over many tiles."""
+    raise _outside("tile_range")
+
+
+@builtin
+def static_range(*args: int) -> Any:
+    """A loop unrolled at compile time; bounds are constexpr, the loop variable too."""
+    raise _outside("static_range")
+
+
+@builtin
+def range(*args: Any) -> Any:  # noqa: A001
+    """A dynamic loop, same as Python's ``range`` inside a kernel."""
+    raise _outside("range")
+
+
+@builtin
+def static_assert(condition: Any, message: str = "") -> Any:
+    """Fail compilation with ``message`` when the constexpr ``condition`` is false."""
+    raise _outside("static_assert")

@@ -1,0 +1,136 @@
+"""The op table: what every elementwise IR op means in NumPy and how Triton spells it.
+
+This is the single source of truth for elementwise semantics. The interpreter
+evaluates ops with ``OpDef.evaluate``, the constant folder folds constants with the
+same function, and the Triton code generator emits ``OpDef.triton``. Operands
+arrive already promoted to a common dtype by ``dsl.semantic`` (see its numbered
+rules), so each function here sees operands of one dtype.
+
+Numeric conventions, chosen to match what Triton lowers to:
+- Integer ``//`` and ``%`` truncate toward zero like C (``arith.divsi/remsi``);
+  float ``%`` is C ``fmod``.
+- Transcendental functions on 16-bit floats compute in fp32 and round to nearest
+  even into the 16-bit type.
+- ``maximum``/``minimum`` on floats follow IEEE maxNum/minNum (a NaN operand is
+  ignored), Triton's default ``propagate_nan=NONE``.
+- Integer arithmetic wraps; float arithmetic follows IEEE (inf/NaN, no exceptions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from dsl.dtypes import DType
+
+
+def _c_floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer division truncating toward zero (C semantics); x // 0 gives 0."""
+    safe_b = np.where(b == 0, 1, b)
+    q = np.floor_divide(a, safe_b)
+    adjust = (np.remainder(a, safe_b) != 0) & ((a < 0) != (safe_b < 0))
+    q = q + adjust.astype(q.dtype)
+    return np.where(b == 0, 0, q).astype(np.result_type(a, b))
+
+
+def _c_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer remainder with the sign of the dividend (C semantics); x % 0 gives 0."""
+    safe_b = np.where(b == 0, 1, b)
+    return np.where(b == 0, 0, np.fmod(a, safe_b)).astype(np.result_type(a, b))
+
+
+def _in_fp32(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    """Wrap a float function so that 16-bit inputs are computed in fp32 and rounded back."""
+
+    def run(x: np.ndarray, *, dtype: DType) -> np.ndarray:
+        if dtype.bits < 32:
+            return fn(x.astype(np.float32)).astype(dtype.np)
+        return fn(x)
+
+    return run
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    one = x.dtype.type(1)
+    return one / (one + np.exp(-x))
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """Semantics of one elementwise op."""
+
+    name: str
+    arity: int
+    symbol: str  # Python spelling in the DSL (for messages)
+    triton: str  # format string over operand expressions {0}, {1}, {2}
+    kinds: tuple[str, ...]  # operand kinds accepted after promotion: "float", "int", "bool"
+    result: str  # "same" (operand dtype) or "bool"
+    numpy: Callable[..., np.ndarray]
+
+    def evaluate(self, *operands: np.ndarray, dtype: DType) -> np.ndarray:
+        """Apply the op to NumPy operands that all have dtype ``dtype``."""
+        with np.errstate(all="ignore"):
+            out = self.numpy(*operands, dtype=dtype)
+        if self.result == "bool":
+            return np.asarray(out, dtype=np.bool_)
+        return np.asarray(out, dtype=dtype.np)
+
+
+def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    return lambda a, b, *, dtype: fn(a, b)
+
+
+def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    return lambda a, *, dtype: fn(a)
+
+
+def _mod(a: np.ndarray, b: np.ndarray, *, dtype: DType) -> np.ndarray:
+    return np.fmod(a, b) if dtype.is_float else _c_mod(a, b)
+
+
+def _invert(a: np.ndarray, *, dtype: DType) -> np.ndarray:
+    return np.logical_not(a) if dtype.is_bool else np.invert(a)
+
+
+_NUM = ("float", "int", "bool")
+_INT = ("int", "bool")
+_FLOAT = ("float",)
+
+OPS: dict[str, OpDef] = {
+    d.name: d
+    for d in [
+        OpDef("add", 2, "+", "{0} + {1}", _NUM, "same", _binary(np.add)),
+        OpDef("sub", 2, "-", "{0} - {1}", _NUM, "same", _binary(np.subtract)),
+        OpDef("mul", 2, "*", "{0} * {1}", _NUM, "same", _binary(np.multiply)),
+        OpDef("truediv", 2, "/", "{0} / {1}", _FLOAT, "same", _binary(np.divide)),
+        OpDef("floordiv", 2, "//", "{0} // {1}", _INT, "same", _binary(_c_floordiv)),
+        OpDef("mod", 2, "%", "{0} % {1}", _NUM, "same", _mod),
+        OpDef("and", 2, "&", "{0} & {1}", _INT, "same", _binary(np.bitwise_and)),
+        OpDef("or", 2, "|", "{0} | {1}", _INT, "same", _binary(np.bitwise_or)),
+        OpDef("xor", 2, "^", "{0} ^ {1}", _INT, "same", _binary(np.bitwise_xor)),
+        OpDef("lt", 2, "<", "{0} < {1}", _NUM, "bool", _binary(np.less)),
+        OpDef("le", 2, "<=", "{0} <= {1}", _NUM, "bool", _binary(np.less_equal)),
+        OpDef("gt", 2, ">", "{0} > {1}", _NUM, "bool", _binary(np.greater)),
+        OpDef("ge", 2, ">=", "{0} >= {1}", _NUM, "bool", _binary(np.greater_equal)),
+        OpDef("eq", 2, "==", "{0} == {1}", _NUM, "bool", _binary(np.equal)),
+        OpDef("ne", 2, "!=", "{0} != {1}", _NUM, "bool", _binary(np.not_equal)),
+        OpDef("maximum", 2, "maximum", "tl.maximum({0}, {1})", _NUM, "same", _binary(np.fmax)),
+        OpDef("minimum", 2, "minimum", "tl.minimum({0}, {1})", _NUM, "same", _binary(np.fmin)),
+        OpDef("neg", 1, "-", "-{0}", ("float", "int"), "same", _unary(np.negative)),
+        OpDef("invert", 1, "~", "~{0}", _INT, "same", _invert),
+        OpDef("abs", 1, "abs", "tl.abs({0})", ("float", "int"), "same", _unary(np.abs)),
+        OpDef("exp", 1, "exp", "tl.exp({0})", _FLOAT, "same", _in_fp32(np.exp)),
+        OpDef("log", 1, "log", "tl.log({0})", _FLOAT, "same", _in_fp32(np.log)),
+        OpDef("log1p", 1, "log1p", "tl.log1p({0})", _FLOAT, "same", _in_fp32(np.log1p)),
+        OpDef("sqrt", 1, "sqrt", "tl.sqrt({0})", _FLOAT, "same", _in_fp32(np.sqrt)),
+        OpDef("sigmoid", 1, "sigmoid", "tl.sigmoid({0})", _FLOAT, "same", _in_fp32(_sigmoid)),
+        OpDef("where", 3, "where", "tl.where({0}, {1}, {2})", _NUM, "same",
+              lambda c, a, b, *, dtype: np.where(c, a, b)),
+    ]
+}
+
+# Ops whose fp16/bf16 operands are computed in fp32 (Triton has no native 16-bit
+# division or remainder); see rule 4 in dsl.semantic.
+COMPUTE_IN_FP32_WHEN_16BIT = frozenset({"truediv", "mod"})

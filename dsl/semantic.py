@@ -1,0 +1,398 @@
+"""The semantic layer: every type, promotion and broadcast rule of the DSL, in one place.
+
+The frontend evaluates a kernel's expressions into calls of this module. Each call
+checks its operands, applies the rules below, and appends explicit IR ops through a
+``Builder``: implicit conversions become ``cast`` ops and implicit broadcasts become
+``broadcast`` ops, so the IR that backends see has no implicit behaviour left.
+
+Promotion rules (Triton's, numbered; messages refer to them):
+
+1. Kind: int1 < integer < floating. The operand of lower kind converts to the other
+   operand's dtype: ``int32 + bfloat16 -> bfloat16``.
+2. Width: within one kind the wider dtype wins: ``float16 + float32 -> float32``,
+   ``int32 + int64 -> int64``.
+3. Prefer float16: ``float16`` with ``bfloat16`` gives ``float16``.
+4. Division: ``/`` always computes in floating point (integer operands become
+   float32), and ``/`` and ``%`` on 16-bit floats compute and return float32 (Triton
+   has no native 16-bit division or remainder).
+5. Python scalars (literals and constexprs) do not take part in promotion when their
+   kind is lower than or equal to the other operand's: ``x_fp16 * 2.0`` stays
+   float16 and ``i32 + 1`` stays int32 (an int literal that does not fit is an
+   error). A scalar of higher kind first takes the smallest dtype of its kind that
+   holds it (int32, else int64; float32), then rules 1-3 apply:
+   ``i32 * 0.5 -> float32``.
+6. Two Python scalars are combined in Python at compile time (constexpr folding).
+7. Comparisons promote by rules 1-5 and give int1. ``//``, ``&``, ``|``, ``^`` and
+   ``~`` need integer or int1 operands.
+8. Shapes broadcast like NumPy (aligned on the right; a dimension of 1 stretches),
+   scalars splat to blocks.
+9. ``x.to(dtype)`` and every implicit float conversion round to nearest even;
+   float to integer truncates toward zero; anything to int1 tests ``!= 0``.
+10. ``sum`` accumulates int1/int32 in int32, int64 in int64 and every float type of
+    at most 32 bits in float32 (16-bit floats are never accumulated in 16 bits);
+    ``max``/``min`` keep the operand dtype.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dsl import dtypes as dt
+from dsl.dtypes import DType
+from dsl.errors import UNKNOWN_LOC, DSLCompileError, SourceLoc
+from dsl.ir import Block, Op, Type, Value
+from dsl.opdefs import COMPUTE_IN_FP32_WHEN_16BIT, OPS
+
+PyScalar = bool | int | float
+Operand = Value | PyScalar
+
+_KIND_RANK = {"bool": 0, "int": 1, "float": 2}
+_INT_RANGE = {dt.int32: (-(2**31), 2**31 - 1), dt.int64: (-(2**63), 2**63 - 1)}
+
+
+class Builder:
+    """Appends ops to the innermost open block; ``loc`` is the current source position."""
+
+    def __init__(self, kernel_name: str) -> None:
+        self.kernel_name = kernel_name
+        self.blocks: list[Block] = [Block()]
+        self.loc: SourceLoc = UNKNOWN_LOC
+
+    @property
+    def block(self) -> Block:
+        return self.blocks[-1]
+
+    def emit(self, kind: str, operands: list[Value], types: list[Type], *,
+             attrs: dict[str, Any] | None = None, regions: list[Block] | None = None) -> Op:
+        op = Op(kind, list(operands), [], dict(attrs or {}), self.loc, list(regions or []))
+        op.results = [Value(t, owner=op) for t in types]
+        self.block.ops.append(op)
+        return op
+
+    def error(self, message: str) -> DSLCompileError:
+        return DSLCompileError(message, self.loc, self.kernel_name)
+
+
+# ----------------------------------------------------------------------------- dtypes
+
+
+def promote(a: DType, b: DType) -> DType:
+    """Common dtype of two typed operands (rules 1-3)."""
+    if a == b:
+        return a
+    if a.kind != b.kind:  # rule 1
+        return a if _KIND_RANK[a.kind] > _KIND_RANK[b.kind] else b
+    if a.bits != b.bits:  # rule 2
+        return a if a.bits > b.bits else b
+    return dt.float16  # rule 3: the only same-width pair is float16/bfloat16
+
+
+def scalar_dtype(value: PyScalar) -> DType:
+    """The smallest dtype of a Python scalar's kind that holds it (rule 5)."""
+    if isinstance(value, bool):
+        return dt.int1
+    if isinstance(value, int):
+        if _fits(value, dt.int32):
+            return dt.int32
+        if _fits(value, dt.int64):
+            return dt.int64
+        raise OverflowError(f"integer {value} does not fit int64")
+    if isinstance(value, float):
+        return dt.float32
+    raise TypeError(f"not a numeric scalar: {value!r}")
+
+
+def _fits(value: int, dtype: DType) -> bool:
+    lo, hi = _INT_RANGE[dtype]
+    return lo <= value <= hi
+
+
+def is_pyscalar(x: object) -> bool:
+    return isinstance(x, (bool, int, float))
+
+
+def _operand_dtype(b: Builder, x: Operand, other: Operand) -> DType:
+    """Dtype ``x`` takes part with in a binary op against ``other`` (rule 5)."""
+    if isinstance(x, Value):
+        return x.dtype
+    sdt = scalar_dtype(x)
+    if isinstance(other, Value) and _KIND_RANK[sdt.kind] <= _KIND_RANK[other.dtype.kind]:
+        target = other.dtype
+        if isinstance(x, int) and not isinstance(x, bool) and target in _INT_RANGE \
+                and not _fits(x, target):
+            raise b.error(f"integer literal {x} does not fit {target.name} (rule 5)")
+        return target
+    return sdt
+
+
+def binary_dtypes(b: Builder, op: str, lhs: Operand, rhs: Operand) -> tuple[DType, DType]:
+    """(operand dtype, result dtype) of a binary op (rules 1-5, 7)."""
+    common = promote(_operand_dtype(b, lhs, rhs), _operand_dtype(b, rhs, lhs))
+    opdef = OPS[op]
+    if op == "truediv" and common.is_int:  # rule 4
+        common = dt.float32
+    if op in COMPUTE_IN_FP32_WHEN_16BIT and common.is_float and common.bits < 32:
+        common = dt.float32
+    if common.kind not in opdef.kinds:
+        raise b.error(f"operator '{opdef.symbol}' does not accept {common.name} operands "
+                      f"(rule 7)" if op in ("floordiv", "and", "or", "xor") else
+                      f"'{opdef.symbol}' does not accept {common.name} operands")
+    return common, (dt.int1 if opdef.result == "bool" else common)
+
+
+# ----------------------------------------------------------------------------- shapes
+
+
+def broadcast_shapes(b: Builder, a: tuple[int, ...], c: tuple[int, ...], what: str) -> tuple[int, ...]:
+    """NumPy broadcasting of two block shapes (rule 8)."""
+    rank = max(len(a), len(c))
+    pa = (1,) * (rank - len(a)) + a
+    pc = (1,) * (rank - len(c)) + c
+    out = []
+    for x, y in zip(pa, pc):
+        if x != y and 1 not in (x, y):
+            raise b.error(f"incompatible shapes {list(a)} and {list(c)} for {what}")
+        out.append(max(x, y))
+    return tuple(out)
+
+
+def broadcast_to(b: Builder, v: Value, shape: tuple[int, ...]) -> Value:
+    """Explicit broadcast of ``v`` to ``shape`` (no-op when the shape already matches)."""
+    if v.shape == shape:
+        return v
+    if broadcast_shapes(b, v.shape, shape, "broadcast") != shape:
+        raise b.error(f"cannot broadcast shape {list(v.shape)} to {list(shape)}")
+    return b.emit("broadcast", [v], [Type(v.dtype, shape)]).result
+
+
+def expand_dims(b: Builder, v: Value, axis: int) -> Value:
+    shape = v.shape[:axis] + (1,) + v.shape[axis:]
+    return b.emit("expand_dims", [v], [Type(v.dtype, shape)], attrs={"axis": axis}).result
+
+
+# ----------------------------------------------------------------------------- values
+
+
+def constant(b: Builder, value: PyScalar, dtype: DType, shape: tuple[int, ...] = ()) -> Value:
+    """A constant of ``dtype`` (converted from the Python value as a cast would)."""
+    if dtype.is_bool:
+        value = bool(value)
+    elif dtype.is_int:
+        if isinstance(value, float):
+            value = int(value)  # rule 9: truncation toward zero
+        if not _fits(int(value), dtype):
+            raise b.error(f"constant {value} does not fit {dtype.name}")
+        value = int(value)
+    else:
+        value = float(value)
+    return b.emit("const", [], [Type(dtype, shape)], attrs={"value": value}).result
+
+
+def as_value(b: Builder, x: Operand, dtype: DType | None = None) -> Value:
+    """``x`` as an IR value, converted to ``dtype`` if given."""
+    if isinstance(x, Value):
+        return cast(b, x, dtype) if dtype is not None else x
+    if not is_pyscalar(x):
+        raise b.error(f"expected a tensor or a number, got {type(x).__name__}")
+    return constant(b, x, dtype or scalar_dtype(x))
+
+
+def cast(b: Builder, v: Value, dtype: DType) -> Value:
+    """Convert ``v`` to ``dtype`` (rule 9); no op when the dtype already matches."""
+    if v.dtype == dtype:
+        return v
+    return b.emit("cast", [v], [Type(dtype, v.shape)], attrs={"dtype": dtype}).result
+
+
+def binary(b: Builder, op: str, lhs: Operand, rhs: Operand) -> Value:
+    """An elementwise binary op with promotion and broadcasting made explicit."""
+    operand_dt, result_dt = binary_dtypes(b, op, lhs, rhs)
+    lv = as_value(b, lhs, operand_dt)
+    rv = as_value(b, rhs, operand_dt)
+    shape = broadcast_shapes(b, lv.shape, rv.shape, f"'{OPS[op].symbol}'")
+    lv, rv = broadcast_to(b, lv, shape), broadcast_to(b, rv, shape)
+    return b.emit(op, [lv, rv], [Type(result_dt, shape)]).result
+
+
+def unary(b: Builder, op: str, x: Operand) -> Value:
+    """An elementwise unary op; float math on a Python scalar computes in float32."""
+    opdef = OPS[op]
+    v = as_value(b, x)
+    if v.dtype.kind not in opdef.kinds:
+        raise b.error(f"{opdef.symbol} expects a floating-point operand, got {v.dtype.name}"
+                      if opdef.kinds == ("float",) else
+                      f"'{opdef.symbol}' does not accept {v.dtype.name} operands")
+    return b.emit(op, [v], [v.type]).result
+
+
+def where(b: Builder, cond: Operand, x: Operand, y: Operand) -> Value:
+    """``where(cond, x, y)``: cond is int1; x and y promote like a binary op."""
+    c = as_value(b, cond)
+    if not c.dtype.is_bool:
+        raise b.error(f"where() condition must be int1 (a comparison), got {c.dtype.name}")
+    operand_dt = promote(_operand_dtype(b, x, y), _operand_dtype(b, y, x))
+    xv, yv = as_value(b, x, operand_dt), as_value(b, y, operand_dt)
+    shape = broadcast_shapes(b, xv.shape, yv.shape, "where")
+    shape = broadcast_shapes(b, c.shape, shape, "where")
+    c, xv, yv = (broadcast_to(b, v, shape) for v in (c, xv, yv))
+    return b.emit("where", [c, xv, yv], [Type(operand_dt, shape)]).result
+
+
+def arange(b: Builder, start: int, end: int) -> Value:
+    """int32 block ``[start, end)``; the length must be a power of two (as in Triton)."""
+    if not (isinstance(start, int) and isinstance(end, int)):
+        raise b.error("arange() bounds must be constexpr integers")
+    n = end - start
+    if n <= 0 or n & (n - 1):
+        raise b.error(f"arange() length must be a positive power of two, got {n}")
+    return b.emit("arange", [], [Type(dt.int32, (n,))], attrs={"start": start, "end": end}).result
+
+
+def check_block_shape(b: Builder, shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, int):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)) or not all(isinstance(s, int) for s in shape):
+        raise b.error("a block shape must be a tuple of constexpr integers")
+    for s in shape:
+        if s <= 0 or s & (s - 1):
+            raise b.error(f"block dimensions must be positive powers of two, got {list(shape)}")
+    return tuple(shape)
+
+
+def full(b: Builder, shape: Any, value: PyScalar, dtype: DType) -> Value:
+    return constant(b, value, dtype, check_block_shape(b, shape))
+
+
+def program_index(b: Builder, kind: str, axis: int) -> Value:
+    """``program_id(axis)`` or ``num_programs(axis)``: an int32 scalar."""
+    if axis not in (0, 1, 2):
+        raise b.error(f"{kind}() axis must be 0, 1 or 2, got {axis!r}")
+    return b.emit(kind, [], [Type(dt.int32)], attrs={"axis": axis}).result
+
+
+def reduce(b: Builder, combine: str, x: Operand, axis: int | None, keep_dims: bool) -> Value:
+    """``sum``/``max``/``min`` of a block along ``axis`` (all axes when None; rule 10)."""
+    v = as_value(b, x)
+    if not v.shape:
+        raise b.error(f"{combine}() needs a block operand, got a scalar")
+    if combine == "sum":
+        acc = dt.int64 if v.dtype == dt.int64 else dt.int32 if v.dtype.is_int else \
+            (dt.float64 if v.dtype == dt.float64 else dt.float32)
+        v = cast(b, v, acc)
+    if axis is None:
+        axes = list(range(v.rank))
+    else:
+        if not isinstance(axis, int) or not -v.rank <= axis < v.rank:
+            raise b.error(f"{combine}() axis {axis!r} out of range for shape {list(v.shape)}")
+        axes = [axis % v.rank]
+    for ax in sorted(axes, reverse=True):
+        shape = v.shape[:ax] + v.shape[ax + 1:]
+        v = b.emit("reduce", [v], [Type(v.dtype, shape)],
+                   attrs={"combine": combine, "axis": ax}).result
+    if keep_dims:
+        for ax in sorted(axes):
+            v = expand_dims(b, v, ax)
+    return v
+
+
+# ----------------------------------------------------------------------------- memory
+
+
+@dataclass(frozen=True)
+class ViewArg:
+    """A tensor argument inside the kernel: its IR value and its hidden layout params."""
+
+    name: str
+    value: Value
+    sizes: tuple[Value, ...]
+    strides: tuple[Value | int, ...]
+    base: Value | None
+
+    @property
+    def dtype(self) -> DType:
+        return self.value.type.dtype
+
+
+def derive_offset(b: Builder, view: ViewArg, index: Value) -> Value:
+    """Physical element offset of a logical row-major ``index`` into ``view``.
+
+    contiguous -> index; scalar -> 0; strided -> sum over coalesced dims of
+    ``coord_d * stride_d`` with ``coord_d = (index // inner_d) % size_d``, dropping
+    the terms of broadcast dims, ``// 1`` on the innermost dim, ``% size`` on the
+    outermost dim (in-bounds indices are below the product of sizes) and ``* 1``.
+    """
+    layout = view.value.type.layout
+    idx_dt = dt.int64 if layout.index_bits == 64 else index.dtype
+    index = cast(b, index, idx_dt)
+    if layout.kind == "contiguous":
+        return index
+    if layout.kind == "scalar":
+        return constant(b, 0, idx_dt, index.shape)
+    terms: list[Value] = []
+    inner: Value | None = None  # product of the sizes inside dim d; None means 1
+    rank = layout.rank
+    outermost_used = min((d for d in range(rank) if layout.strides[d] != 0), default=rank)
+    for d in reversed(range(rank)):
+        if layout.strides[d] != 0:
+            coord = index if inner is None else binary(b, "floordiv", index, inner)
+            if d != outermost_used:
+                coord = binary(b, "mod", coord, view.sizes[d])
+            stride = view.strides[d]
+            terms.append(coord if layout.strides[d] == 1 else binary(b, "mul", coord, stride))
+        if d > outermost_used:
+            inner = view.sizes[d] if inner is None else binary(b, "mul", inner, view.sizes[d])
+    offset = terms[0]
+    for term in terms[1:]:
+        offset = binary(b, "add", offset, term)
+    if view.base is not None:
+        offset = binary(b, "add", offset, view.base)
+    return offset
+
+
+def _index_value(b: Builder, index: Operand) -> Value:
+    v = as_value(b, index)
+    if not v.dtype.is_int or v.dtype.is_bool:
+        raise b.error(f"a load/store index must be int32 or int64, got {v.dtype.name}")
+    return v
+
+
+def _mask_value(b: Builder, mask: Operand | None, shape: tuple[int, ...]) -> Value | None:
+    if mask is None or mask is True:
+        return None
+    m = as_value(b, mask)
+    if not m.dtype.is_bool:
+        raise b.error(f"a mask must be int1 (a comparison), got {m.dtype.name}")
+    if broadcast_shapes(b, m.shape, shape, "mask") != shape:
+        raise b.error(f"mask shape {list(m.shape)} does not broadcast to index shape {list(shape)}")
+    return broadcast_to(b, m, shape)
+
+
+def load(b: Builder, view: ViewArg, index: Operand, mask: Operand | None, other: Operand | None) -> Value:
+    """Load ``view`` at logical ``index``; masked-off lanes give ``other`` (default 0)."""
+    idx = _index_value(b, index)
+    offset = derive_offset(b, view, idx)
+    operands = [view.value, idx, offset]
+    m = _mask_value(b, mask, idx.shape)
+    if m is not None:
+        operands.append(m)
+        fill = as_value(b, 0 if other is None else other, view.dtype)
+        operands.append(broadcast_to(b, fill, idx.shape))
+    elif other is not None:
+        raise b.error("load() got other= without mask=")
+    return b.emit("load", operands, [Type(view.dtype, idx.shape)],
+                  attrs={"tensor": view.name, "masked": m is not None}).result
+
+
+def store(b: Builder, view: ViewArg, index: Operand, value: Operand, mask: Operand | None) -> None:
+    """Store ``value`` (converted to the view's dtype, rule 9) at logical ``index``."""
+    idx = _index_value(b, index)
+    val = as_value(b, value, view.dtype)
+    if broadcast_shapes(b, val.shape, idx.shape, "store") != idx.shape:
+        raise b.error(f"stored value of shape {list(val.shape)} does not fit index shape "
+                      f"{list(idx.shape)}")
+    val = broadcast_to(b, val, idx.shape)
+    offset = derive_offset(b, view, idx)
+    m = _mask_value(b, mask, idx.shape)
+    operands = [view.value, idx, offset, val] + ([m] if m is not None else [])
+    b.emit("store", operands, [], attrs={"tensor": view.name, "masked": m is not None})

@@ -1,0 +1,142 @@
+"""Host-side tensor views: NumPy arrays and CPU torch tensors seen as (buffer, strides).
+
+A ``TensorView`` is what a kernel's tensor parameter is bound to: a flat 1-D NumPy
+array over the memory the tensor spans (never a copy), the element dtype, the
+logical shape, element strides (0 on broadcast dimensions, possibly negative) and
+the element offset of logical element 0 inside the flat buffer. ``broadcast_to``
+makes a stride-0 view of an operand at a larger shape, which is how operands are
+broadcast to a kernel's iteration shape without copying.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from dsl import dtypes as dt
+from dsl.dtypes import DType
+from dsl.layout import CoalescedView, classify, span
+
+
+@dataclass(frozen=True, eq=False)
+class TensorView:
+    """A strided view over a flat buffer. Build it with ``as_view`` or ``broadcast_to``."""
+
+    buffer: np.ndarray  # 1-D, element stride 1, spans every element the view touches
+    dtype: DType
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # in elements
+    base: int  # buffer index of logical element 0
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def is_broadcast(self) -> bool:
+        """True when some element is reachable through two logical indices."""
+        return any(st == 0 and n > 1 for n, st in zip(self.shape, self.strides))
+
+    def coalesced(self) -> CoalescedView:
+        """Coalesced sizes/strides and layout class (see ``dsl.layout``)."""
+        return classify(self.shape, self.strides)
+
+    def kernel_buffer(self) -> np.ndarray:
+        """The flat buffer starting at the lowest address the view touches, as kernels
+        address it (logical element 0 sits at ``coalesced().base``)."""
+        if self.numel == 0:
+            return self.buffer[:0]
+        lo, hi = span(self.shape, self.strides)
+        return self.buffer[self.base + lo: self.base + hi + 1]
+
+    def to_numpy(self) -> np.ndarray:
+        """A strided NumPy view with this view's logical shape (no copy)."""
+        item = self.buffer.itemsize
+        if self.numel == 0:
+            return np.empty(self.shape, self.buffer.dtype)
+        return np.lib.stride_tricks.as_strided(
+            self.buffer[self.base:], shape=self.shape,
+            strides=tuple(s * item for s in self.strides),
+            writeable=self.buffer.flags.writeable)
+
+    def __repr__(self) -> str:
+        return f"TensorView({self.dtype}, shape={list(self.shape)}, strides={list(self.strides)})"
+
+
+def _torch_to_numpy(t: Any) -> np.ndarray:
+    if t.device.type != "cpu":
+        raise ValueError(
+            f"tensor on device '{t.device}': this build runs kernels in interpreter mode on "
+            "CPU tensors and NumPy arrays only")
+    t = t.detach()
+    import torch  # only reached when a torch tensor was passed
+
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def is_torch_tensor(obj: Any) -> bool:
+    return type(obj).__module__.startswith("torch") and hasattr(obj, "detach")
+
+
+def to_numpy(obj: Any) -> np.ndarray:
+    """A NumPy array sharing memory with a NumPy array or CPU torch tensor."""
+    if isinstance(obj, np.ndarray):
+        return obj
+    if is_torch_tensor(obj):
+        return _torch_to_numpy(obj)
+    if isinstance(obj, TensorView):
+        return obj.to_numpy()
+    raise TypeError(f"expected a NumPy array or a torch tensor, got {type(obj).__name__}")
+
+
+def as_view(obj: Any) -> TensorView:
+    """View a NumPy array, CPU torch tensor or TensorView (no copy)."""
+    if isinstance(obj, TensorView):
+        return obj
+    arr = to_numpy(obj)
+    dtype = dt.from_numpy(arr.dtype)
+    item = arr.itemsize
+    if any(s % item for s in arr.strides):
+        raise ValueError(f"strides {arr.strides} are not multiples of the element size {item}")
+    strides = tuple(s // item for s in arr.strides)
+    shape = tuple(arr.shape)
+    if arr.size == 0:
+        return TensorView(np.empty(0, arr.dtype), dtype, shape, strides, 0)
+    # Element strides let us find the lowest address; the buffer starts there.
+    corner = arr[tuple(slice(n - 1, n) if s < 0 else slice(0, 1) for n, s in zip(shape, strides))]
+    lo, hi = span(shape, strides)
+    buffer = np.lib.stride_tricks.as_strided(
+        corner, shape=(hi - lo + 1,), strides=(item,), writeable=arr.flags.writeable)
+    return TensorView(buffer, dtype, shape, strides, -lo)
+
+
+def broadcast_shape_ok(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """True when ``shape`` broadcasts to exactly ``target`` (NumPy rules)."""
+    if len(shape) > len(target):
+        return False
+    return all(s in (1, t) for s, t in zip(shape[::-1], target[::-1]))
+
+
+def broadcast_to(obj: Any, shape: tuple[int, ...] | list[int]) -> TensorView:
+    """A view of ``obj`` broadcast to ``shape`` with stride 0 on stretched dims (no copy)."""
+    view = as_view(obj)
+    shape = tuple(int(s) for s in shape)
+    if not broadcast_shape_ok(view.shape, shape):
+        raise ValueError(f"shape {list(view.shape)} does not broadcast to {list(shape)}")
+    lead = len(shape) - len(view.shape)
+    strides = [0] * lead
+    for n, st, t in zip(view.shape, view.strides, shape[lead:]):
+        strides.append(0 if n == 1 and t != 1 else st)
+    if prod(shape) == 0:
+        return TensorView(view.buffer[:0], view.dtype, shape, tuple(strides), 0)
+    return TensorView(view.buffer, view.dtype, shape, tuple(strides), view.base)

@@ -1,0 +1,170 @@
+"""Loads, stores and bounds checks of the interpreter, and the store journal.
+
+Every load and store is checked against its tensor view before it touches memory:
+the logical index of each active lane must lie in ``[0, numel)``. A violation raises
+``OutOfBoundsError`` naming the kernel, source line, program id, tensor and index.
+
+The ``StoreJournal`` makes a launch all-or-nothing:
+- *deferred* mode (no tensor the kernel stores to overlaps one it loads from, the
+  usual case): stores are queued and written when the launch finishes. Loads may
+  then return views of input buffers, since nothing changes them mid-launch.
+- *immediate* mode (a stored tensor is also read): stores are written at once, the
+  old contents are kept, and an error rolls them back. Loads copy.
+Either way a failing launch leaves every output as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dsl.errors import OutOfBoundsError, SourceLoc
+from lowering.lanes import LaneMask, Lanes, materialize
+
+
+@dataclass
+class AccessSite:
+    """What an error message needs about one load/store op."""
+
+    kernel: str
+    kind: str  # "load" | "store"
+    tensor: str
+    numel: int
+    loc: SourceLoc
+
+
+def _raise_oob(site: AccessSite, pid: np.ndarray, row: int, lane: int, index: int) -> None:
+    program = tuple(int(p) for p in pid[row]) if pid.shape[0] > row else (0, 0, 0)
+    raise OutOfBoundsError(
+        f"{site.loc}: out-of-bounds {site.kind} in kernel '{site.kernel}': tensor "
+        f"'{site.tensor}' has {site.numel} elements but index {index} was accessed "
+        f"(program id {program}, lane {lane})\n{site.loc.excerpt()}")
+
+
+def check_bounds(site: AccessSite, index: object, mask: object | None, pid: np.ndarray) -> None:
+    """Raise if an active lane's logical index is outside ``[0, numel)``."""
+    if isinstance(index, Lanes) and (mask is None or (
+            isinstance(mask, LaneMask) and np.array_equal(mask.lanes.base, index.base))):
+        first = index.base
+        counts = mask.valid_counts() if mask is not None else \
+            np.full(first.shape, index.length, dtype=np.int64)
+        last = first + counts - 1
+        bad = (counts > 0) & ((first < 0) | (last >= site.numel))
+        if not bad.any():
+            return
+        row = int(np.argmax(bad))
+        start = int(first[row])
+        lane = 0 if start < 0 else site.numel - start
+        _raise_oob(site, pid, row, lane, start + lane)
+    idx = materialize(index)
+    bad = (idx < 0) | (idx >= site.numel)
+    if mask is not None:
+        bad = bad & materialize(mask)
+    if not bad.any():
+        return
+    full = np.broadcast_to(bad, np.broadcast_shapes(bad.shape, idx.shape))
+    pos = np.unravel_index(int(np.argmax(full)), full.shape)
+    row = pos[0] if pid.shape[0] > 1 else 0
+    lane = int(np.ravel_multi_index(pos[1:], full.shape[1:])) if len(pos) > 1 else 0
+    value = int(np.broadcast_to(idx, full.shape)[pos])
+    _raise_oob(site, pid, row, lane, value)
+
+
+def _contiguous_run(offset: object, mask: object | None, rows: int | None = None
+                    ) -> tuple[int, int] | None:
+    """If the access is one contiguous flat range, return ``(lo, count)``. ``rows``,
+    when given, is the number of rows the access must cover."""
+    if not isinstance(offset, Lanes):
+        return None
+    if rows is not None and offset.base.shape[0] != rows:
+        return None
+    start = offset.consecutive_start()
+    if start is None:
+        return None
+    rows = offset.base.shape[0]
+    total = rows * offset.length
+    if mask is None:
+        return start, total
+    if not isinstance(mask, LaneMask) or mask.bound.shape[0] != 1:
+        return None
+    if not np.array_equal(mask.lanes.base, offset.base):
+        return None
+    count = int(np.clip(int(mask.bound[0]) - start, 0, total))
+    return start, count
+
+
+def load(buffer: np.ndarray, offset: object, mask: object | None, other: object | None,
+         copy: bool) -> np.ndarray:
+    """Gather ``buffer[offset]`` for active lanes, ``other`` elsewhere. The result may
+    have size-1 axes where the offsets do not vary (NumPy broadcasting semantics)."""
+    if mask is not None and isinstance(mask, LaneMask) and mask.all_true():
+        mask = None
+    run = _contiguous_run(offset, mask)
+    if run is not None:
+        lo, count = run
+        assert isinstance(offset, Lanes)
+        shape = (offset.base.shape[0], offset.length)
+        total = shape[0] * shape[1]
+        data = buffer[lo:lo + count]
+        if count == total:
+            out = data.reshape(shape)
+            return out.copy() if copy else out
+        flat = np.empty(total, dtype=buffer.dtype)
+        flat[:count] = data
+        flat[count:] = materialize(other).reshape(-1)[0] if other is not None else 0
+        return flat.reshape(shape)
+    off = materialize(offset)
+    if mask is None:
+        return buffer[off]  # fancy indexing copies
+    m = materialize(mask)
+    safe = np.where(m, off, 0)
+    values = buffer[safe]
+    return np.where(m, values, materialize(other) if other is not None else 0).astype(buffer.dtype)
+
+
+@dataclass
+class StoreJournal:
+    """Queues (deferred) or logs (immediate) the stores of one launch; see module doc."""
+
+    deferred: bool
+    _pending: list[tuple[np.ndarray, object, np.ndarray]] = field(default_factory=list)
+    _undo: list[tuple[np.ndarray, object, np.ndarray]] = field(default_factory=list)
+
+    def store(self, buffer: np.ndarray, offset: object, value: np.ndarray, mask: object | None,
+              shape: tuple[int, ...]) -> None:
+        if mask is not None and isinstance(mask, LaneMask) and mask.all_true():
+            mask = None
+        run = _contiguous_run(offset, mask, rows=shape[0])
+        if run is not None:
+            lo, count = run
+            flat = np.broadcast_to(value, shape).reshape(-1)[:count]
+            self._write(buffer, slice(lo, lo + count), flat)
+            return
+        off = np.broadcast_to(materialize(offset), shape)
+        vals = np.broadcast_to(value, shape)
+        if mask is not None:
+            m = np.broadcast_to(materialize(mask), shape)
+            off, vals = off[m], vals[m]
+        self._write(buffer, off.reshape(-1), vals.reshape(-1))
+
+    def _write(self, buffer: np.ndarray, where: object, values: np.ndarray) -> None:
+        if self.deferred:
+            self._pending.append((buffer, where, values))
+        else:
+            self._undo.append((buffer, where, buffer[where].copy()))
+            buffer[where] = values
+
+    def commit(self) -> None:
+        """Write the queued stores in program order (deferred mode)."""
+        for buffer, where, values in self._pending:
+            buffer[where] = values
+        self._pending.clear()
+        self._undo.clear()
+
+    def rollback(self) -> None:
+        """Undo the stores written so far (immediate mode), newest first."""
+        for buffer, where, old in reversed(self._undo):
+            buffer[where] = old
+        self._undo.clear()
+        self._pending.clear()
