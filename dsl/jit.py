@@ -27,7 +27,7 @@ import numpy as np
 from dsl import dtypes as dt
 from dsl.errors import DSLCompileError, DSLLaunchError
 from dsl.frontend import ArgSpec, ConstSpec, KernelSource, ScalarSpec, TensorSpec, build_ir
-from dsl.ir import Function
+from dsl.ir import Function, Param
 from dsl.views import TensorView, as_view, is_torch_tensor
 
 # Ascend910B4 has 20 AI cores with 2 vector cores each; the launcher's default grid
@@ -110,7 +110,8 @@ class JITFunction:
     def _def_error(self, message: str) -> DSLLaunchError:
         return DSLLaunchError(message, self.source.loc(self.source.tree), self.name)
 
-    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, ArgSpec], dict[str, Any]]:
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+             ) -> tuple[dict[str, ArgSpec], dict[str, Any]]:
         """Check arguments against the signature; return (specs, runtime values)."""
         sig = inspect.Signature(self.source.params)
         blocks = self.source.block_size_params
@@ -217,10 +218,7 @@ class JITFunction:
             elif param.role == "scalar":
                 runtime.append(param.value.dtype.np.type(values[param.user_name]))
             else:
-                t = tensors[param.of or ""]
-                raw = {"size": lambda: t.sizes[param.dim], "stride": lambda: t.strides[param.dim],
-                       "base": lambda: t.base}[param.role]()
-                runtime.append(param.value.dtype.np.type(raw))
+                runtime.append(param.value.dtype.np.type(_hidden_value(tensors, param)))
         return Launch(fn, tuple(runtime), grid3, tensors)
 
     def _grid(self, grid: Grid | None, meta: dict[str, Any]) -> tuple[int, int, int]:
@@ -236,6 +234,16 @@ class JITFunction:
             raise self._def_error(f"grid must be 1 to 3 positive integers, got {grid!r}")
         dims = tuple(int(g) for g in dims) + (1,) * (3 - len(dims))
         return dims  # type: ignore[return-value]
+
+
+def _hidden_value(tensors: dict[str, BoundTensor], param: Param) -> int:
+    """Runtime value of a hidden layout parameter (a size, stride or base offset)."""
+    t = tensors[param.of or ""]
+    if param.role == "size":
+        return t.sizes[param.dim or 0]
+    if param.role == "stride":
+        return t.strides[param.dim or 0]
+    return t.base
 
 
 def interpreter_block_size(largest_numel: int) -> int:

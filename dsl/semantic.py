@@ -319,8 +319,8 @@ def derive_offset(b: Builder, view: ViewArg, index: Value) -> Value:
 
     contiguous -> index; scalar -> 0; strided -> sum over coalesced dims of
     ``coord_d * stride_d`` with ``coord_d = (index // inner_d) % size_d``, dropping
-    the terms of broadcast dims, ``// 1`` on the innermost dim, ``% size`` on the
-    outermost dim (in-bounds indices are below the product of sizes) and ``* 1``.
+    the terms of broadcast dims, ``// 1`` on the innermost dim, ``% size`` on dim 0
+    (an in-bounds index is below the product of all sizes) and ``* 1``.
     """
     layout = view.value.type.layout
     idx_dt = dt.int64 if layout.index_bits == 64 else index.dtype
@@ -336,7 +336,7 @@ def derive_offset(b: Builder, view: ViewArg, index: Value) -> Value:
     for d in reversed(range(rank)):
         if layout.strides[d] != 0:
             coord = index if inner is None else binary(b, "floordiv", index, inner)
-            if d != outermost_used:
+            if d != 0:
                 coord = binary(b, "mod", coord, view.sizes[d])
             stride = view.strides[d]
             terms.append(coord if layout.strides[d] == 1 else binary(b, "mul", coord, stride))

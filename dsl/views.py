@@ -92,6 +92,8 @@ def to_numpy(obj: Any) -> np.ndarray:
     """A NumPy array sharing memory with a NumPy array or CPU torch tensor."""
     if isinstance(obj, np.ndarray):
         return obj
+    if isinstance(obj, np.generic):  # a NumPy scalar: a read-only 0-d tensor
+        return np.asarray(obj)
     if is_torch_tensor(obj):
         return _torch_to_numpy(obj)
     if isinstance(obj, TensorView):

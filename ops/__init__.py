@@ -1,0 +1,29 @@
+"""The operators, written once as DSL kernels, with the aclnn argument contract.
+
+- ``binary_cross_entropy_backward``: gradient of BCE w.r.t. the probabilities.
+- ``binary_cross_entropy_with_logits_target_backward``: gradient of BCE-with-logits
+  w.r.t. the target.
+
+Both validate in the spec's order and raise ``AclnnError`` (a ``ValueError``
+carrying ``.status``) before computing or writing anything.
+"""
+
+from ops.bce_backward import bce_backward_kernel, binary_cross_entropy_backward
+from ops.bce_with_logits_backward import (
+    bce_with_logits_target_backward_kernel,
+    binary_cross_entropy_with_logits_target_backward,
+)
+from ops.reference import bce_backward_reference, bce_with_logits_target_backward_reference
+from ops.status import (
+    ACLNN_ERR_PARAM_INVALID,
+    ACLNN_ERR_PARAM_NULLPTR,
+    ACLNN_SUCCESS,
+    AclnnError,
+)
+
+__all__ = [
+    "binary_cross_entropy_backward", "binary_cross_entropy_with_logits_target_backward",
+    "bce_backward_kernel", "bce_with_logits_target_backward_kernel",
+    "bce_backward_reference", "bce_with_logits_target_backward_reference",
+    "AclnnError", "ACLNN_SUCCESS", "ACLNN_ERR_PARAM_NULLPTR", "ACLNN_ERR_PARAM_INVALID",
+]

@@ -1,0 +1,32 @@
+"""Shared host side of the elementwise operators: operand views and the result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dsl.views import TensorView, as_view, broadcast_to
+from ops import status
+from ops.tensors import new_like_kind
+from ops.validation import Checked
+
+
+def operand(obj: Any, shape: tuple[int, ...]) -> TensorView | None:
+    """``obj`` broadcast to the iteration shape without copying (None stays None)."""
+    return None if obj is None else broadcast_to(obj, shape)
+
+
+def result(out: Any, input: Any, checked: Checked) -> tuple[Any, TensorView]:
+    """The object to return (``out`` itself, or a new tensor of ``input``'s kind) and
+    the view the kernel writes."""
+    if out is None:
+        out, array = new_like_kind(input, checked.shape, checked.out_dtype)
+        return out, as_view(array)
+    view = as_view(out)
+    if view.is_broadcast or not view.buffer.flags.writeable:
+        raise status.invalid("out must be writeable and must not be a broadcast (stride 0) view")
+    return out, view
+
+
+def scale_of(checked: Checked) -> float:
+    """The reduction's scale s: 1/N for mean, 1 otherwise."""
+    return 1.0 / checked.numel if checked.reduction == 1 else 1.0
