@@ -6,9 +6,11 @@
 With sp = log1p(exp(-|x|)) shared by both log-sigmoids, the bracket is exactly
 ``(p - 1) * sp - (x if x >= 0 else p * x)``; the kernel evaluates that form, which
 avoids the cancellation between the two log-sigmoids (CANN evaluates both). Without
-pos_weight (p = 1) it is ``-x * g * w * s``, computed directly, as PyTorch does. The values of ``target`` never enter the formula; only
-its shape and dtype matter, so the kernel does not read it. CANN runs a chain of
-8-9 elementwise kernels here; this is one fused pass.
+pos_weight (p = 1) it is ``-x * g * w * s``, computed directly, as PyTorch does.
+
+The values of ``target`` never enter the formula; only its shape and dtype matter,
+so the kernel does not read it. CANN runs a chain of 8-9 elementwise kernels here;
+this is one fused pass.
 """
 
 from __future__ import annotations
