@@ -43,7 +43,7 @@ class TensorView:
     @property
     def is_broadcast(self) -> bool:
         """True when some element is reachable through two logical indices."""
-        return any(st == 0 and n > 1 for n, st in zip(self.shape, self.strides))
+        return self.numel > 0 and any(st == 0 and n > 1 for n, st in zip(self.shape, self.strides))
 
     def coalesced(self) -> CoalescedView:
         """Coalesced sizes/strides and layout class (see ``dsl.layout``)."""
@@ -115,7 +115,9 @@ def as_view(obj: Any) -> TensorView:
     if arr.size == 0:
         return TensorView(np.empty(0, arr.dtype), dtype, shape, strides, 0)
     # Element strides let us find the lowest address; the buffer starts there.
-    corner = arr[tuple(slice(n - 1, n) if s < 0 else slice(0, 1) for n, s in zip(shape, strides))]
+    # The trailing Ellipsis keeps a 0-d array a view (arr[()] would copy out a scalar).
+    corner = arr[tuple(slice(n - 1, n) if s < 0 else slice(0, 1)
+                       for n, s in zip(shape, strides)) + (Ellipsis,)]
     lo, hi = span(shape, strides)
     buffer = np.lib.stride_tricks.as_strided(
         corner, shape=(hi - lo + 1,), strides=(item,), writeable=arr.flags.writeable)
