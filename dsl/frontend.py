@@ -500,8 +500,8 @@ class _Visitor:
             else:
                 raise self.error(item, "block indexing supports only ':' and None "
                                        "(e.g. x[:, None])")
-        if dim != out.rank:
-            raise self.error(node, f"index has {dim} dimensions, the result {out.rank}")
+        if dim != out.type.rank:
+            raise self.error(node, f"index has {dim} dimensions, the result {out.type.rank}")
         return out
 
     def expr_Call(self, node: ast.Call) -> Any:

@@ -1,0 +1,308 @@
+"""Frontend and semantic layer: promotion and broadcast tables, typed IR, errors
+that point at the kernel's source with a caret."""
+
+from __future__ import annotations
+
+import traceback
+
+import numpy as np
+import pytest
+
+import dsl
+from dsl import dtypes as dt
+from dsl import frontend
+from dsl import semantic as sem
+from dsl.ir import Type, Value
+
+# (lhs, rhs, op) -> result dtype; Triton's rules as numbered in dsl.semantic
+PROMOTION_TABLE = [
+    (dt.int1, dt.int32, "add", dt.int32),  # rule 1
+    (dt.int32, dt.bfloat16, "add", dt.bfloat16),  # rule 1
+    (dt.int64, dt.float16, "mul", dt.float16),  # rule 1
+    (dt.float16, dt.float32, "add", dt.float32),  # rule 2
+    (dt.int32, dt.int64, "sub", dt.int64),  # rule 2
+    (dt.bfloat16, dt.float32, "mul", dt.float32),  # rule 2
+    (dt.float16, dt.bfloat16, "add", dt.float16),  # rule 3
+    (dt.bfloat16, dt.float16, "mul", dt.float16),  # rule 3
+    (dt.float16, dt.float16, "truediv", dt.float32),  # rule 4
+    (dt.bfloat16, dt.bfloat16, "mod", dt.float32),  # rule 4
+    (dt.int32, dt.int32, "truediv", dt.float32),  # rule 4
+    (dt.int32, dt.int32, "floordiv", dt.int32),
+    (dt.float32, dt.float16, "lt", dt.int1),  # rule 7
+    (dt.int1, dt.int1, "and", dt.int1),  # rule 7
+]
+
+# (typed operand, Python scalar, op) -> result dtype (rule 5)
+SCALAR_TABLE = [
+    (dt.float16, 2.0, "mul", dt.float16),
+    (dt.bfloat16, 1, "sub", dt.bfloat16),
+    (dt.int32, 1, "add", dt.int32),
+    (dt.int32, 0.5, "mul", dt.float32),
+    (dt.int1, 3, "add", dt.int32),
+    (dt.int32, 2**40, "add", None),  # does not fit: error
+    (dt.float16, 2.0, "truediv", dt.float32),  # rule 4 after rule 5
+]
+
+
+def _value(dtype, shape=()):
+    return Value(Type(dtype, shape))
+
+
+@pytest.mark.parametrize("lhs,rhs,op,expected", PROMOTION_TABLE, ids=str)
+def test_promotion_table(lhs, rhs, op, expected):
+    b = sem.Builder("k")
+    assert sem.binary(b, op, _value(lhs), _value(rhs)).dtype == expected
+    assert sem.binary(b, op, _value(rhs), _value(lhs)).dtype == expected
+
+
+@pytest.mark.parametrize("typed,scalar,op,expected", SCALAR_TABLE, ids=str)
+def test_scalar_promotion_table(typed, scalar, op, expected):
+    b = sem.Builder("k")
+    if expected is None:
+        with pytest.raises(dsl.DSLCompileError, match="does not fit"):
+            sem.binary(b, op, _value(typed), scalar)
+        return
+    assert sem.binary(b, op, _value(typed), scalar).dtype == expected
+    assert sem.binary(b, op, scalar, _value(typed)).dtype == expected
+
+
+def test_promotion_makes_casts_and_broadcasts_explicit():
+    b = sem.Builder("k")
+    r = sem.binary(b, "add", _value(dt.float16, (4, 1)), _value(dt.float32, (8,)))
+    assert r.type == Type(dt.float32, (4, 8))
+    kinds = [op.kind for op in b.block.ops]
+    assert kinds == ["cast", "broadcast", "broadcast", "add"]
+    add = b.block.ops[-1]
+    assert all(o.type == Type(dt.float32, (4, 8)) for o in add.operands)
+
+
+BROADCAST_TABLE = [
+    ((), (8,), (8,)),
+    ((1,), (8,), (8,)),
+    ((4, 1), (8,), (4, 8)),
+    ((4, 1), (1, 8), (4, 8)),
+    ((2, 1, 4), (3, 1), (2, 3, 4)),
+    ((4,), (8,), None),
+    ((2, 4), (4, 2), None),
+]
+
+
+@pytest.mark.parametrize("a,c,expected", BROADCAST_TABLE, ids=str)
+def test_broadcast_table(a, c, expected):
+    b = sem.Builder("k")
+    if expected is None:
+        with pytest.raises(dsl.DSLCompileError, match="incompatible shapes"):
+            sem.broadcast_shapes(b, a, c, "+")
+    else:
+        assert sem.broadcast_shapes(b, a, c, "+") == expected
+
+
+@dsl.jit
+def outer_product(a, b, out, M: dsl.constexpr, N: dsl.constexpr):
+    rows = dsl.arange(0, M)
+    cols = dsl.arange(0, N)
+    av = dsl.load(a, rows)
+    bv = dsl.load(b, cols)
+    prod = av[:, None] * bv[None, :]
+    dsl.store(out, rows[:, None] * N + cols[None, :], prod)
+
+
+def test_two_dimensional_blocks_end_to_end():
+    a = np.arange(4, dtype=np.float16)
+    b = np.arange(8, dtype=np.float32)
+    out = np.zeros((4, 8), np.float32)
+    outer_product[(1,)](a, b, out, 4, 8)
+    np.testing.assert_array_equal(out, np.outer(a, b))
+    text = str(outer_product.ir(a, b, out, 4, 8))
+    assert "float32[4,8]" in text and "expand_dims" in text and "cast" in text
+
+
+@dsl.jit
+def typed_kernel(x, out, n):
+    i = dsl.arange(0, 16)
+    v = dsl.load(x, i, i < n)
+    dsl.store(out, i, v * 2 + 1, i < n)
+
+
+def test_ir_is_typed_and_readable():
+    x = np.arange(16, dtype=np.float16)
+    out = np.zeros(16, np.float16)
+    fn = typed_kernel.ir(x, out, 16)
+    text = str(fn)
+    assert text.startswith("kernel @typed_kernel(%x: view<float16,contiguous>")
+    assert "load %x" in text and "float16[16]" in text
+    for op in fn.walk():
+        assert op.loc.line > 0
+        for r in op.results:
+            assert r.type.dtype is not None and isinstance(r.type.shape, tuple)
+    typed_kernel(x, out, 16)
+    np.testing.assert_array_equal(out, x * 2 + 1)
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+def _compile_error(kernel, *args, **kwargs) -> dsl.DSLCompileError:
+    with pytest.raises(dsl.DSLCompileError) as info:
+        kernel(*args, **kwargs)
+    return info.value
+
+
+def _line_of(fn_text: str, kernel) -> int:
+    lines, first = __import__("inspect").getsourcelines(kernel.fn)
+    for i, line in enumerate(lines):
+        if fn_text in line:
+            return first + i
+    raise AssertionError(fn_text)
+
+
+@dsl.jit
+def uses_while(x, n):
+    i = 0
+    while i < n:
+        i = i + 1
+
+
+@dsl.jit
+def unknown_name(x, out):
+    dsl.store(out, dsl.arange(0, 4), undefined_thing + 1)  # noqa: F821
+
+
+@dsl.jit
+def shape_mismatch(x, out):
+    a = dsl.arange(0, 4)
+    b = dsl.arange(0, 8)
+    dsl.store(out, a, a + b)
+
+
+@dsl.jit
+def type_mismatch(x, out):
+    v = dsl.load(x, dsl.arange(0, 4))
+    dsl.store(out, dsl.arange(0, 4), v & 1)
+
+
+@dsl.jit
+def wrong_builtin_arity(x, out):
+    v = dsl.load(x)
+    dsl.store(out, dsl.arange(0, 4), v)
+
+
+@dsl.jit
+def runtime_if(x, out, n):
+    if n > 3:
+        dsl.store(out, dsl.arange(0, 4), 1.0)
+
+
+X4 = np.zeros(4, np.float32)
+
+
+@pytest.mark.parametrize("kernel,args,needle,line_text,message", [
+    (uses_while, (X4, 3), "while i < n:", "while i < n:", "unsupported statement: While"),
+    (unknown_name, (X4, X4), "undefined_thing", "undefined_thing + 1", "unknown name 'undefined_thing'"),
+    (shape_mismatch, (X4, X4), "a + b", "dsl.store(out, a, a + b)", "incompatible shapes [4] and [8]"),
+    (type_mismatch, (X4, X4), "v & 1", "v & 1", "does not accept float32"),
+    (wrong_builtin_arity, (X4, X4), "dsl.load(x)", "v = dsl.load(x)", "missing a required argument"),
+    (runtime_if, (X4, X4, 3), "n > 3", "if n > 3:", "constexpr condition"),
+])
+def test_errors_show_file_line_column_excerpt_and_caret(kernel, args, needle, line_text, message):
+    err = _compile_error(kernel, *args)
+    text = str(err)
+    line = _line_of(line_text, kernel)
+    source = __import__("linecache").getline(__file__, line)
+    col = source.index(needle) + 1
+    assert f"test_frontend.py:{line}:{col}: error: " in text, text
+    assert message in text
+    excerpt, caret = text.splitlines()[-2:]
+    assert excerpt.strip() == source.strip()
+    # the caret sits under the column, relative to the stripped excerpt
+    indent = len(source) - len(source.lstrip())
+    assert caret == " " * 4 + " " * (col - 1 - indent) + "^"
+
+
+def test_compile_errors_hide_compiler_frames():
+    with pytest.raises(dsl.DSLCompileError) as info:
+        unknown_name(X4, X4)
+    frames = traceback.extract_tb(info.value.__traceback__)
+    files = {f.filename for f in frames}
+    assert not files & {frontend.__file__, sem.__file__}, files
+    assert len(frames) <= 3, files
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_wrong_launch_argument_count_points_at_the_kernel():
+    with pytest.raises(dsl.DSLLaunchError) as info:
+        typed_kernel(X4, X4)
+    text = str(info.value)
+    assert "missing argument(s): n" in text
+    assert f"test_frontend.py:{_line_of('def typed_kernel', typed_kernel)}:1" in text
+    assert "def typed_kernel(x, out, n):" in text and "^" in text
+    with pytest.raises(dsl.DSLLaunchError, match="too many positional arguments"):
+        typed_kernel(X4, X4, 4, 5)
+
+
+def test_wrong_argument_kind_is_rejected_before_running():
+    with pytest.raises(dsl.DSLLaunchError, match="expected a tensor, a number or None"):
+        typed_kernel(X4, X4, "four")
+
+
+@dsl.jit
+def constexpr_branches(x, out, MODE: dsl.constexpr, SCALE: dsl.constexpr):
+    i = dsl.arange(0, 4)
+    v = dsl.load(x, i)
+    if MODE == "double":
+        v = v * 2
+    elif MODE == "square":
+        v = v * v
+    else:
+        dsl.static_assert(MODE == "same", "unknown MODE")
+    for k in dsl.static_range(SCALE):
+        v = v + k
+    dsl.store(out, i, v)
+
+
+def test_constexpr_if_static_range_and_static_assert():
+    x = np.arange(4, dtype=np.float32)
+    out = np.zeros(4, np.float32)
+    constexpr_branches(x, out, "double", 3)
+    np.testing.assert_array_equal(out, x * 2 + 3)
+    constexpr_branches(x, out, "square", 0)
+    np.testing.assert_array_equal(out, x * x)
+    with pytest.raises(dsl.DSLCompileError, match="static_assert failed: unknown MODE"):
+        constexpr_branches(x, out, "cube", 0)
+    assert len(constexpr_branches._cache) == 2  # one specialization per constexpr set
+
+
+@dsl.jit
+def helper(v, factor: dsl.constexpr):
+    return v * factor + 1
+
+
+@dsl.jit
+def calls_helper(x, out):
+    i = dsl.arange(0, 4)
+    dsl.store(out, i, helper(dsl.load(x, i), 3))
+
+
+def test_jit_functions_call_each_other_inline():
+    x = np.arange(4, dtype=np.float32)
+    out = np.zeros(4, np.float32)
+    calls_helper(x, out)
+    np.testing.assert_array_equal(out, x * 3 + 1)
+
+
+@dsl.jit
+def carried_type_changes(x, out, n):
+    acc = 0.0
+    for _ in range(0, n):
+        acc = acc + dsl.load(x, dsl.arange(0, 4))
+    dsl.store(out, dsl.arange(0, 4), acc)
+
+
+def test_loop_carried_type_must_not_change():
+    with pytest.raises(dsl.DSLCompileError, match="loop-carried variable 'acc'"):
+        carried_type_changes(X4, X4, 2)
+
+
+def test_builtins_refuse_to_run_outside_kernels():
+    with pytest.raises(RuntimeError, match="inside a @dsl.jit kernel"):
+        dsl.arange(0, 4)
