@@ -32,7 +32,7 @@ from dsl import language as lang
 from dsl import semantic as sem
 from dsl.dtypes import DType
 from dsl.errors import DSLCompileError, SourceLoc
-from dsl.ir import Block, Function, Param, Type, Value, ViewType
+from dsl.ir import Block, Function, Param, Type, Value, ViewType, verify
 from dsl.layout import Layout
 from dsl.semantic import Builder, ViewArg
 
@@ -681,7 +681,9 @@ def build_ir(src: KernelSource, specs: dict[str, ArgSpec]) -> Function:
             raise DSLCompileError("a kernel cannot return a value; store it instead",
                                   builder.loc, src.name) from None
     key = tuple((name, str(spec)) for name, spec in specs.items())
-    return Function(src.name, params, body, src.file, key)
+    fn = Function(src.name, params, body, src.file, key)
+    verify(fn)
+    return fn
 
 
 def _view_param(name: str, spec: TensorSpec) -> tuple[ViewArg, list[Param]]:

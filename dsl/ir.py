@@ -95,6 +95,10 @@ class Value:
     def shape(self) -> tuple[int, ...]:
         return self.type.shape
 
+    @property
+    def rank(self) -> int:
+        return len(self.type.shape)
+
     def __repr__(self) -> str:
         return f"Value({self.name or self.uid}: {self.type})"
 
@@ -225,3 +229,49 @@ def _format_block(block: Block, name: _Namer, lines: list[str], indent: int) -> 
         for region in op.regions:
             _format_block(region, name, lines, indent + 1)
             lines.append(f"{pad}}}")
+
+
+# ----------------------------------------------------------------------------- verifier
+
+
+class IRVerificationError(Exception):
+    """The IR broke one of its invariants (a compiler bug, not a user error)."""
+
+
+def verify(fn: Function) -> None:
+    """Check the invariants backends rely on: every operand is defined before use
+    (in its block or an enclosing one), elementwise operands have the result's
+    shape, ``for`` regions yield values of the carried types, loads and stores name
+    a tensor parameter."""
+    from dsl.opdefs import OPS  # the op table imports nothing from here
+
+    tensors = {p.user_name for p in fn.params if p.role == "tensor"}
+
+    def check_block(block: Block, visible: set[int]) -> None:
+        defined = set(visible) | {a.uid for a in block.args}
+        for op in block.ops:
+            for operand in op.operands:
+                if operand.uid not in defined:
+                    raise IRVerificationError(f"{op.kind} at line {op.loc.line} uses {operand} "
+                                              "before its definition")
+            if op.kind in OPS and op.kind != "where":
+                shapes = {o.shape for o in op.operands}
+                if shapes != {op.result.shape}:
+                    raise IRVerificationError(f"{op.kind} at line {op.loc.line}: operand "
+                                              f"shapes {shapes} differ from {op.result.shape}")
+            if op.kind in ("load", "store") and op.attrs.get("tensor") not in tensors:
+                raise IRVerificationError(f"{op.kind} of unknown tensor {op.attrs.get('tensor')}")
+            if op.kind == "for":
+                body = op.regions[0]
+                carried = [a.type for a in body.args[1:]]
+                if [r.type for r in op.results] != carried or \
+                        [o.type for o in op.operands[3:]] != carried:
+                    raise IRVerificationError(f"for at line {op.loc.line}: carried types differ")
+                last = body.ops[-1] if body.ops else None
+                if last is None or last.kind != "yield" or \
+                        [o.type for o in last.operands] != carried:
+                    raise IRVerificationError(f"for at line {op.loc.line}: bad yield")
+                check_block(body, defined)
+            defined.update(r.uid for r in op.results)
+
+    check_block(fn.body, set())
