@@ -68,6 +68,7 @@ class OpDef:
     kinds: tuple[str, ...]  # operand kinds accepted after promotion: "float", "int", "bool"
     result: str  # "same" (operand dtype) or "bool"
     numpy: Callable[..., np.ndarray]
+    ufunc: np.ufunc | None = None  # when ``numpy`` is exactly this ufunc: lets callers pass out=
 
     def evaluate(self, *operands: np.ndarray, dtype: DType) -> np.ndarray:
         """Apply the op to NumPy operands that all have dtype ``dtype``."""
@@ -101,10 +102,10 @@ _FLOAT = ("float",)
 OPS: dict[str, OpDef] = {
     d.name: d
     for d in [
-        OpDef("add", 2, "+", "{0} + {1}", _NUM, "same", _binary(np.add)),
-        OpDef("sub", 2, "-", "{0} - {1}", _NUM, "same", _binary(np.subtract)),
-        OpDef("mul", 2, "*", "{0} * {1}", _NUM, "same", _binary(np.multiply)),
-        OpDef("truediv", 2, "/", "{0} / {1}", _FLOAT, "same", _binary(np.divide)),
+        OpDef("add", 2, "+", "{0} + {1}", _NUM, "same", _binary(np.add), np.add),
+        OpDef("sub", 2, "-", "{0} - {1}", _NUM, "same", _binary(np.subtract), np.subtract),
+        OpDef("mul", 2, "*", "{0} * {1}", _NUM, "same", _binary(np.multiply), np.multiply),
+        OpDef("truediv", 2, "/", "{0} / {1}", _FLOAT, "same", _binary(np.divide), np.divide),
         OpDef("floordiv", 2, "//", "{0} // {1}", _INT, "same", _binary(_c_floordiv)),
         OpDef("mod", 2, "%", "{0} % {1}", _NUM, "same", _mod),
         OpDef("and", 2, "&", "{0} & {1}", _INT, "same", _binary(np.bitwise_and)),
@@ -116,9 +117,9 @@ OPS: dict[str, OpDef] = {
         OpDef("ge", 2, ">=", "{0} >= {1}", _NUM, "bool", _binary(np.greater_equal)),
         OpDef("eq", 2, "==", "{0} == {1}", _NUM, "bool", _binary(np.equal)),
         OpDef("ne", 2, "!=", "{0} != {1}", _NUM, "bool", _binary(np.not_equal)),
-        OpDef("maximum", 2, "maximum", "tl.maximum({0}, {1})", _NUM, "same", _binary(np.fmax)),
-        OpDef("minimum", 2, "minimum", "tl.minimum({0}, {1})", _NUM, "same", _binary(np.fmin)),
-        OpDef("neg", 1, "-", "-{0}", ("float", "int"), "same", _unary(np.negative)),
+        OpDef("maximum", 2, "maximum", "tl.maximum({0}, {1})", _NUM, "same", _binary(np.fmax), np.fmax),
+        OpDef("minimum", 2, "minimum", "tl.minimum({0}, {1})", _NUM, "same", _binary(np.fmin), np.fmin),
+        OpDef("neg", 1, "-", "-{0}", ("float", "int"), "same", _unary(np.negative), np.negative),
         OpDef("invert", 1, "~", "~{0}", _INT, "same", _invert),
         OpDef("abs", 1, "abs", "tl.abs({0})", ("float", "int"), "same", _unary(np.abs)),
         OpDef("exp", 1, "exp", "tl.exp({0})", _FLOAT, "same", _in_fp32(np.exp)),

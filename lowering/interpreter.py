@@ -11,12 +11,18 @@ scalar operand is never expanded. ``lowering.lanes`` adds two lazy forms for ind
 blocks (``start + arange`` and ``idx < n``) so that contiguous loads and stores
 become slices.
 
+- Before the real run, a pre-pass executes only the index slice of the kernel
+  (``lowering.prepass``) to prove every access in bounds; then stores are written
+  directly. If indices depend on loaded data, stores go through a journal instead
+  (``lowering.memory``). Either way a failing launch writes nothing.
 - The kernel body starts with one batch holding every program of the grid (split
   into chunks when its own blocks would make the arrays too large).
 - A ``for`` loop without loop-carried values, in a launch where no stored tensor is
   also read, has independent iterations: all (row, iteration) pairs become one new
   batch, ordered iteration-major (so a tile loop's tiles come out in memory order),
   processed in chunks of about ``CHUNK_ELEMENTS`` elements per op.
+- A temporary whose last use is an elementwise op is overwritten by that op's
+  result (``out=``), so a chunk reuses a few cache-resident buffers.
 - Any other loop runs iteration by iteration, each iteration on the rows whose
   trip count is not exhausted; loop-carried values are updated on those rows only.
 - Values of an enclosing batch are gathered into a sub-batch on first use
@@ -41,6 +47,7 @@ from dsl.ir import Block, Function, Op, Value, walk_block
 from dsl.opdefs import OPS
 from lowering.lanes import LaneMask, Lanes, materialize, take_rows
 from lowering.memory import AccessSite, StoreJournal, check_bounds, load
+from lowering.prepass import index_slice
 
 if TYPE_CHECKING:
     from dsl.jit import BoundTensor, Launch
@@ -53,10 +60,11 @@ CHUNK_ELEMENTS = 1 << 18
 class Frame:
     """Runtime values of one batch; misses are gathered from the enclosing batch."""
 
-    __slots__ = ("values", "parent", "rows", "pid")
+    __slots__ = ("values", "parent", "rows", "pid", "owned")
 
     def __init__(self, parent: Frame | None, rows: np.ndarray | None, pid: np.ndarray) -> None:
         self.values: dict[int, Any] = {}
+        self.owned: set[int] = set()  # values whose arrays this frame allocated
         self.parent = parent
         self.rows = rows  # indices into the parent's batch, or None for the same rows
         self.pid = pid  # (rows, 3) program ids, for error messages and program_id
@@ -82,10 +90,30 @@ class Frame:
         return self.pid.shape[0]
 
 
+_FP16_MIN_NORMAL = 2.0**-14
+
+
+def _to_float16(x: np.ndarray) -> np.ndarray:
+    """Round float32/float64 to float16, nearest even, like ``astype``; NumPy's own
+    cast is ~20x slower for results in float16's subnormal range, so those are built
+    from their bits: a subnormal float16 is m * 2**-24 with m = rint(|x| * 2**24)."""
+    magnitude = np.abs(x)
+    tiny = magnitude < _FP16_MIN_NORMAL
+    if not tiny.any():
+        return x.astype(np.float16)
+    out = np.where(tiny, 0, x).astype(np.float16)
+    mantissa = np.rint(magnitude[tiny] * 2.0**24).astype(np.uint16)  # 1024 is 2**-14
+    sign = np.signbit(x[tiny]).astype(np.uint16) << np.uint16(15)
+    out.view(np.uint16)[tiny] = sign | mantissa
+    return out
+
+
 def _cast(x: np.ndarray, dtype: DType) -> np.ndarray:
     """Rule 9 of dsl.semantic: RNE between floats, truncation float->int, != 0 to int1."""
     if dtype.is_bool:
         return x != 0
+    if dtype.np == np.float16 and x.dtype in (np.float32, np.float64):
+        return _to_float16(x)
     if dtype.is_int and x.dtype.kind not in "biu":  # from a float type (bf16 included)
         with np.errstate(invalid="ignore"):
             return np.trunc(x.astype(np.float64)).astype(dtype.np)
@@ -116,14 +144,44 @@ class Interpreter:
         self.fn: Function = launch.function
         loaded = {op.attrs["tensor"] for op in self.fn.walk() if op.kind == "load"}
         stored = {op.attrs["tensor"] for op in self.fn.walk() if op.kind == "store"}
-        self.journal = StoreJournal(deferred=not _overlaps(launch.tensors, loaded, stored))
+        # Iterations and programs are independent unless the kernel reads what it writes.
+        self.independent = not _overlaps(launch.tensors, loaded, stored)
+        self.index_slice = index_slice(self.fn)
+        # "direct" once the pre-pass has proved every access in bounds.
+        self.journal = StoreJournal("direct" if self.index_slice is not None else
+                                    "deferred" if self.independent else "undo")
+        self.only: set[int] | None = None  # during the pre-pass: the ops to run
         self.sites: dict[int, AccessSite] = {}
         self.consts: dict[int, np.ndarray] = {}
         self.block_sizes: dict[int, int] = {}
+        self.dying: dict[int, frozenset[int]] = _last_uses(self.fn.body)
+
+    @property
+    def checking(self) -> bool:
+        """True during the bounds pre-pass: only index ops run, nothing is loaded."""
+        return self.only is not None
+
+    @property
+    def chunk_elements(self) -> int:
+        # The pre-pass mostly handles lazy index blocks: take bigger batches.
+        return CHUNK_ELEMENTS * 16 if self.checking else CHUNK_ELEMENTS
 
     # -- entry
 
     def run(self) -> None:
+        with np.errstate(all="ignore"):  # IEEE semantics: inf/NaN, never warnings
+            if self.index_slice is not None:
+                self.only = self.index_slice
+                self._run_grid()
+                self.only = None
+            try:
+                self._run_grid()
+            except BaseException:
+                self.journal.rollback()
+                raise
+            self.journal.commit()
+
+    def _run_grid(self) -> None:
         gx, gy, gz = self.launch.grid
         n = gx * gy * gz
         ids = np.arange(n, dtype=np.int64)
@@ -131,24 +189,22 @@ class Interpreter:
         root = Frame(None, None, pid)
         for param, arg in zip(self.fn.params, self.launch.args):
             root.set(param.value, arg if param.role == "tensor" else np.asarray([arg]))
-        try:
-            per_row = _max_block(self.fn.body, nested=False)
-            if self.journal.deferred and n * per_row > CHUNK_ELEMENTS:
-                step = max(1, CHUNK_ELEMENTS // per_row)
-                for start in range(0, n, step):
-                    rows = ids[start:start + step]
-                    self.run_block(self.fn.body, Frame(root, rows, pid[rows]))
-            else:
-                self.run_block(self.fn.body, Frame(root, None, pid))
-        except BaseException:
-            self.journal.rollback()
-            raise
-        self.journal.commit()
+        per_row = _max_block(self.fn.body, nested=False)
+        if self.independent and n * per_row > self.chunk_elements:
+            step = max(1, self.chunk_elements // per_row)
+            for start in range(0, n, step):
+                rows = ids[start:start + step]
+                self.run_block(self.fn.body, Frame(root, rows, pid[rows]))
+        else:
+            self.run_block(self.fn.body, Frame(root, None, pid))
 
     # -- blocks and ops
 
     def run_block(self, block: Block, frame: Frame) -> None:
+        only = self.only
         for op in block.ops:
+            if only is not None and id(op) not in only:
+                continue
             handler = _HANDLERS.get(op.kind)
             if handler is not None:
                 handler(self, op, frame)
@@ -166,8 +222,32 @@ class Interpreter:
         if lazy is not None:
             frame.set(op.result, lazy)
             return
-        out = OPS[op.kind].evaluate(*(materialize(a) for a in args), dtype=dtype)
-        frame.set(op.result, out)
+        arrays = [materialize(a) for a in args]
+        opdef = OPS[op.kind]
+        out = None
+        if opdef.ufunc is not None and op.result.dtype == dtype:
+            out = self._reusable(op, frame, arrays)
+        if out is not None:
+            result = opdef.ufunc(*arrays, out=out)
+        else:
+            result = np.asarray(opdef.numpy(*arrays, dtype=dtype))
+            if result.dtype != op.result.dtype.np:
+                result = result.astype(op.result.dtype.np)
+        frame.set(op.result, result)
+        frame.owned.add(op.result.uid)
+
+    def _reusable(self, op: Op, frame: Frame, arrays: list[np.ndarray]) -> np.ndarray | None:
+        """An operand buffer this op may overwrite: allocated by this frame, dying
+        here, and already of the result's shape and dtype."""
+        dying = self.dying.get(id(op))
+        if not dying:
+            return None
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        for value, array in zip(op.operands, arrays):
+            if value.uid in dying and value.uid in frame.owned and array.shape == shape \
+                    and array.dtype == op.result.dtype.np and value.uid in frame.values:
+                return array
+        return None
 
     # -- structural ops
 
@@ -199,14 +279,17 @@ class Interpreter:
                 frame.set(op.result, Lanes(lanes.base, lanes.length, target.np))
                 return
         frame.set(op.result, _cast(materialize(x), target))
+        frame.owned.add(op.result.uid)
 
     def op_broadcast(self, op: Op, frame: Frame) -> None:
         arr = materialize(frame.get(op.operands[0]))
+        frame.owned.discard(op.operands[0].uid)  # the result is a view of it
         src, dst = op.operands[0].type.rank, op.result.type.rank
         frame.set(op.result, arr.reshape((arr.shape[0],) + (1,) * (dst - src) + arr.shape[1:]))
 
     def op_expand_dims(self, op: Op, frame: Frame) -> None:
         arr = materialize(frame.get(op.operands[0]))
+        frame.owned.discard(op.operands[0].uid)  # the result is a view of it
         frame.set(op.result, np.expand_dims(arr, 1 + op.attrs["axis"]))
 
     def op_reduce(self, op: Op, frame: Frame) -> None:
@@ -226,6 +309,7 @@ class Interpreter:
     def op_where(self, op: Op, frame: Frame) -> None:
         cond, a, b = (frame.get(v) for v in op.operands)
         if isinstance(cond, LaneMask) and cond.all_true():
+            frame.owned.discard(op.operands[1].uid)  # the result is the same array
             frame.set(op.result, materialize(a))
             return
         frame.set(op.result, np.where(materialize(cond), materialize(a), materialize(b)))
@@ -240,10 +324,13 @@ class Interpreter:
 
     def op_load(self, op: Op, frame: Frame) -> None:
         tensor: BoundTensor = frame.get(op.operands[0])
-        index, offset = frame.get(op.operands[1]), frame.get(op.operands[2])
+        index = frame.get(op.operands[1])
         mask = frame.get(op.operands[3]) if op.attrs["masked"] else None
-        other = frame.get(op.operands[4]) if op.attrs["masked"] else None
         check_bounds(self._site(op), index, mask, frame.pid)
+        if self.checking:
+            return
+        offset = frame.get(op.operands[2])
+        other = frame.get(op.operands[4]) if op.attrs["masked"] else None
         if isinstance(mask, LaneMask) and mask.all_true():
             mask = None
         if isinstance(offset, np.ndarray) and offset.size == 1 and mask is None:
@@ -251,27 +338,32 @@ class Interpreter:
             value = tensor.buffer[offset.reshape(-1)[:1]]
             frame.set(op.result, value.reshape((1,) * (1 + op.result.type.rank)))
             return
-        value = load(tensor.buffer, offset, mask, other, copy=not self.journal.deferred)
+        value = load(tensor.buffer, offset, mask, other, copy=not self.independent)
         frame.set(op.result, value)
 
     def op_store(self, op: Op, frame: Frame) -> None:
         tensor: BoundTensor = frame.get(op.operands[0])
-        index, offset, value = (frame.get(v) for v in op.operands[1:4])
+        index = frame.get(op.operands[1])
         mask = frame.get(op.operands[4]) if op.attrs["masked"] else None
         check_bounds(self._site(op), index, mask, frame.pid)
+        if self.checking:
+            return
+        offset, value = frame.get(op.operands[2]), frame.get(op.operands[3])
         rows = frame.size
         shape = (rows,) + op.operands[3].shape
         self.journal.store(tensor.buffer, offset, materialize(value), mask, shape)
 
     def op_for(self, op: Op, frame: Frame) -> None:
         lo, hi, step = (materialize(frame.get(v)) for v in op.operands[:3])
-        inits = [frame.get(v) for v in op.operands[3:]]
         body = op.regions[0]
+        # The pre-pass skips loop-carried values unless indices depend on them.
+        carried = not self.checking or id(body.ops[-1]) in (self.only or ())
+        inits = [frame.get(v) for v in op.operands[3:]] if carried else []
         trips = _trip_counts(lo, hi, step)
         if trips.shape[0] == 1 and frame.size > 1:
             trips = np.broadcast_to(trips, (frame.size,))
         iv_dtype = body.args[0].dtype.np
-        if not inits and self.journal.deferred:
+        if not inits and (self.independent or self.checking):
             self._for_flattened(op, frame, lo, step, trips, iv_dtype)
         else:
             self._for_sequential(op, frame, lo, step, trips, inits, iv_dtype)
@@ -288,7 +380,7 @@ class Interpreter:
         st_r = step64 if step64.shape[0] == 1 else step64[rows]
         ivs = (lo_r + ks * st_r).astype(iv_dtype)
         per_row = self.block_sizes.setdefault(id(op), _max_block(body, nested=True))
-        chunk = max(1, CHUNK_ELEMENTS // per_row)
+        chunk = max(1, self.chunk_elements // per_row)
         for start in range(0, rows.shape[0], chunk):
             sel = rows[start:start + chunk]
             inner = Frame(frame, sel, frame.pid[sel])
@@ -324,6 +416,23 @@ class Interpreter:
                            for old, value in zip(carried, new)]
         for result, value in zip(op.results, carried):
             frame.set(result, value)
+
+
+def _last_uses(block: Block) -> dict[int, frozenset[int]]:
+    """For each elementwise op, the values defined in its block whose last use it is
+    (a use inside a nested region counts at the op that owns the region)."""
+    dying: dict[int, frozenset[int]] = {}
+    local = {r.uid for op in block.ops for r in op.results}
+    seen: set[int] = set()
+    for op in reversed(block.ops):
+        used = {v.uid for v in op.operands}
+        for region in op.regions:
+            used |= {v.uid for nested in walk_block(region) for v in nested.operands}
+            dying.update(_last_uses(region))
+        if op.kind in OPS:
+            dying[id(op)] = frozenset(u for u in used if u in local and u not in seen)
+        seen |= used
+    return dying
 
 
 def _scatter_rows(old: np.ndarray, new: np.ndarray, rows: np.ndarray, size: int) -> np.ndarray:

@@ -4,13 +4,15 @@ Every load and store is checked against its tensor view before it touches memory
 the logical index of each active lane must lie in ``[0, numel)``. A violation raises
 ``OutOfBoundsError`` naming the kernel, source line, program id, tensor and index.
 
-The ``StoreJournal`` makes a launch all-or-nothing:
-- *deferred* mode (no tensor the kernel stores to overlaps one it loads from, the
-  usual case): stores are queued and written when the launch finishes. Loads may
-  then return views of input buffers, since nothing changes them mid-launch.
-- *immediate* mode (a stored tensor is also read): stores are written at once, the
-  old contents are kept, and an error rolls them back. Loads copy.
-Either way a failing launch leaves every output as it was.
+The ``StoreJournal`` makes a launch all-or-nothing, in one of three modes:
+- ``direct``: the interpreter has already proved every access in bounds (see
+  ``lowering.prepass``), so stores are written at once with no bookkeeping.
+- ``deferred`` (unproved, and no stored tensor overlaps a loaded one): stores are
+  queued and written when the launch finishes.
+- ``undo`` (unproved, and a stored tensor is also read): stores are written at
+  once, the old contents are kept, and an error rolls them back.
+Either way a failing launch leaves every output as it was. Loads may return views
+of input buffers unless a stored tensor overlaps a loaded one (then they copy).
 """
 
 from __future__ import annotations
@@ -125,9 +127,9 @@ def load(buffer: np.ndarray, offset: object, mask: object | None, other: object 
 
 @dataclass
 class StoreJournal:
-    """Queues (deferred) or logs (immediate) the stores of one launch; see module doc."""
+    """Writes, queues or logs the stores of one launch; see the module doc."""
 
-    deferred: bool
+    mode: str  # "direct" | "deferred" | "undo"
     _pending: list[tuple[np.ndarray, object, np.ndarray]] = field(default_factory=list)
     _undo: list[tuple[np.ndarray, object, np.ndarray]] = field(default_factory=list)
 
@@ -149,11 +151,12 @@ class StoreJournal:
         self._write(buffer, off.reshape(-1), vals.reshape(-1))
 
     def _write(self, buffer: np.ndarray, where: object, values: np.ndarray) -> None:
-        if self.deferred:
+        if self.mode == "deferred":
             self._pending.append((buffer, where, values))
-        else:
+            return
+        if self.mode == "undo":
             self._undo.append((buffer, where, buffer[where].copy()))
-            buffer[where] = values
+        buffer[where] = values
 
     def commit(self) -> None:
         """Write the queued stores in program order (deferred mode)."""
