@@ -35,7 +35,12 @@ all-or-nothing per launch.
 
 from __future__ import annotations
 
+import os
+import threading
+import weakref
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from math import prod
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +50,7 @@ from dsl.dtypes import DType
 from dsl.errors import DSLRuntimeError
 from dsl.ir import Block, Function, Op, Value, walk_block
 from dsl.opdefs import OPS
+from lowering.buffers import scratch
 from lowering.lanes import LaneMask, Lanes, materialize, take_rows
 from lowering.memory import AccessSite, StoreJournal, check_bounds, load
 from lowering.prepass import index_slice
@@ -52,19 +58,40 @@ from lowering.prepass import index_slice
 if TYPE_CHECKING:
     from dsl.jit import BoundTensor, Launch
 
-# Elements per op in one batch: large enough to amortise NumPy's per-call overhead,
-# small enough that a chunk's arrays stay in the CPU caches.
-CHUNK_ELEMENTS = 1 << 18
+# Elements per op in one batch: large enough to amortise the per-op Python overhead
+# (2**18 ran 1.3x and 2**16 2.4x slower at 16M elements, benchmarks/bench_bce.py),
+# small enough that the reused chunk buffers take a few MB each.
+CHUNK_ELEMENTS = 1 << 20
+
+# Worker threads for independent chunks (NumPy releases the GIL inside its loops).
+# DSL_INTERPRETER_THREADS=1 runs everything on the calling thread.
+WORKERS = max(1, int(os.environ.get("DSL_INTERPRETER_THREADS", "0")) or min(os.cpu_count() or 1, 8))
+_worker = threading.local()
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    """The shared worker pool, started on first use."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="dsl-interpreter")
+        return _pool
 
 
 class Frame:
     """Runtime values of one batch; misses are gathered from the enclosing batch."""
 
-    __slots__ = ("values", "parent", "rows", "pid", "owned")
+    __slots__ = ("values", "parent", "rows", "pid", "owned", "pooled")
 
-    def __init__(self, parent: Frame | None, rows: np.ndarray | None, pid: np.ndarray) -> None:
+    def __init__(self, parent: Frame | None, rows: np.ndarray | None, pid: np.ndarray,
+                 pooled: bool = False) -> None:
         self.values: dict[int, Any] = {}
         self.owned: set[int] = set()  # values whose arrays this frame allocated
+        # True when this frame is one chunk of a batch whose values all die with the
+        # chunk: results may then go into buffers reused from the previous chunk.
+        self.pooled = pooled
         self.parent = parent
         self.rows = rows  # indices into the parent's batch, or None for the same rows
         self.pid = pid  # (rows, 3) program ids, for error messages and program_id
@@ -94,18 +121,18 @@ _FP16_MIN_NORMAL = 2.0**-14
 
 
 def _to_float16(x: np.ndarray) -> np.ndarray:
-    """Round float32/float64 to float16, nearest even, like ``astype``; NumPy's own
+    """Round float32/float64 to float16, nearest even, like ``astype``. NumPy's own
     cast is ~20x slower for results in float16's subnormal range, so those are built
-    from their bits: a subnormal float16 is m * 2**-24 with m = rint(|x| * 2**24)."""
+    from their bits: a subnormal float16 is m * 2**-24 with m = rint(|x| * 2**24)
+    (m = 1024 is the smallest normal, 2**-14, whose bits are also 1024)."""
     magnitude = np.abs(x)
     tiny = magnitude < _FP16_MIN_NORMAL
     if not tiny.any():
         return x.astype(np.float16)
-    out = np.where(tiny, 0, x).astype(np.float16)
-    mantissa = np.rint(magnitude[tiny] * 2.0**24).astype(np.uint16)  # 1024 is 2**-14
-    sign = np.signbit(x[tiny]).astype(np.uint16) << np.uint16(15)
-    out.view(np.uint16)[tiny] = sign | mantissa
-    return out
+    normal = np.where(tiny, 0, x).astype(np.float16).view(np.uint16)
+    mantissa = np.rint(np.minimum(magnitude, _FP16_MIN_NORMAL) * 2.0**24).astype(np.uint16)
+    subnormal = mantissa | (np.signbit(x).astype(np.uint16) << np.uint16(15))
+    return np.where(tiny, subnormal, normal).view(np.float16)
 
 
 def _cast(x: np.ndarray, dtype: DType) -> np.ndarray:
@@ -142,11 +169,10 @@ class Interpreter:
     def __init__(self, launch: Launch) -> None:
         self.launch = launch
         self.fn: Function = launch.function
-        loaded = {op.attrs["tensor"] for op in self.fn.walk() if op.kind == "load"}
-        stored = {op.attrs["tensor"] for op in self.fn.walk() if op.kind == "store"}
+        facts = _facts(self.fn)
         # Iterations and programs are independent unless the kernel reads what it writes.
-        self.independent = not _overlaps(launch.tensors, loaded, stored)
-        self.index_slice = index_slice(self.fn)
+        self.independent = not _overlaps(launch.tensors, facts.loaded, facts.stored)
+        self.index_slice = facts.index_slice
         # "direct" once the pre-pass has proved every access in bounds.
         self.journal = StoreJournal("direct" if self.index_slice is not None else
                                     "deferred" if self.independent else "undo")
@@ -154,7 +180,10 @@ class Interpreter:
         self.sites: dict[int, AccessSite] = {}
         self.consts: dict[int, np.ndarray] = {}
         self.block_sizes: dict[int, int] = {}
-        self.dying: dict[int, frozenset[int]] = _last_uses(self.fn.body)
+        self.dying = facts.dying
+        self.parallel = False  # decided after the pre-pass
+        self.store_runs: dict[str, list[tuple[int, int]]] = {}  # filled by the pre-pass
+        self.store_runs_provable = True
 
     @property
     def checking(self) -> bool:
@@ -174,6 +203,7 @@ class Interpreter:
                 self.only = self.index_slice
                 self._run_grid()
                 self.only = None
+                self.parallel = self._decide_parallel()
             try:
                 self._run_grid()
             except BaseException:
@@ -191,12 +221,55 @@ class Interpreter:
             root.set(param.value, arg if param.role == "tensor" else np.asarray([arg]))
         per_row = _max_block(self.fn.body, nested=False)
         if self.independent and n * per_row > self.chunk_elements:
-            step = max(1, self.chunk_elements // per_row)
-            for start in range(0, n, step):
-                rows = ids[start:start + step]
-                self.run_block(self.fn.body, Frame(root, rows, pid[rows]))
+            step = self._chunk_rows(n, per_row)
+            pooled = self._poolable(self.fn.body)
+            frames = [Frame(root, ids[start:start + step], pid[start:start + step], pooled)
+                      for start in range(0, n, step)]
+            self._run_chunks(self.fn.body, frames)
         else:
             self.run_block(self.fn.body, Frame(root, None, pid))
+
+    # -- chunks and threads
+
+    def _chunk_rows(self, rows: int, per_row: int) -> int:
+        """Rows per chunk: about ``chunk_elements`` elements, and at least one chunk
+        per worker thread when chunks run in parallel."""
+        chunk = max(1, self.chunk_elements // per_row)
+        if self.parallel:
+            chunk = min(chunk, max(1, -(-rows // WORKERS)))
+        return chunk
+
+    def _run_chunks(self, block: Block, frames: list[Frame]) -> None:
+        """Run ``block`` once per chunk frame, on worker threads when allowed."""
+        if self.parallel and len(frames) > 1 and not getattr(_worker, "active", False):
+            futures = [_executor().submit(self._run_in_worker, block, f) for f in frames]
+            for future in futures:
+                future.result()
+        else:
+            for frame in frames:
+                self.run_block(block, frame)
+
+    def _run_in_worker(self, block: Block, frame: Frame) -> None:
+        with np.errstate(all="ignore"):  # error state is per thread
+            _worker.active = True
+            try:
+                self.run_block(block, frame)
+            finally:
+                _worker.active = False
+
+    def _decide_parallel(self) -> bool:
+        """Chunks may run concurrently when the pre-pass proved that their stores hit
+        disjoint index ranges of tensors that do not share memory (then the order of
+        the writes cannot matter)."""
+        if WORKERS < 2 or not self.store_runs_provable or self.journal.mode != "direct":
+            return False
+        for runs in self.store_runs.values():
+            runs.sort()
+            if any(b[0] < a[1] for a, b in zip(runs, runs[1:])):
+                return False
+        stored = [self.launch.tensors[name].buffer for name in self.store_runs]
+        return not any(np.may_share_memory(a, b)
+                       for i, a in enumerate(stored) for b in stored[i + 1:])
 
     # -- blocks and ops
 
@@ -227,6 +300,9 @@ class Interpreter:
         out = None
         if opdef.ufunc is not None and op.result.dtype == dtype:
             out = self._reusable(op, frame, arrays)
+            if out is None and frame.pooled:
+                shape = np.broadcast_shapes(*(a.shape for a in arrays))
+                out = self._pool_buffer(op, shape, op.result.dtype.np)
         if out is not None:
             result = opdef.ufunc(*arrays, out=out)
         else:
@@ -235,6 +311,17 @@ class Interpreter:
                 result = result.astype(op.result.dtype.np)
         frame.set(op.result, result)
         frame.owned.add(op.result.uid)
+
+    def _poolable(self, block: Block) -> bool:
+        """Chunks of ``block`` may reuse buffers: no value outlives its chunk (no
+        nested loop carries one over, no store is queued by reference)."""
+        return self.journal.mode != "deferred" and not any(
+            op.kind == "for" for op in walk_block(block))
+
+    def _pool_buffer(self, op: Op, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """The buffer ``op`` wrote in an earlier chunk on this thread, or a new one
+        (see ``lowering.buffers``)."""
+        return scratch(id(op), shape, dtype)
 
     def _reusable(self, op: Op, frame: Frame, arrays: list[np.ndarray]) -> np.ndarray | None:
         """An operand buffer this op may overwrite: allocated by this frame, dying
@@ -278,7 +365,14 @@ class Interpreter:
             if lanes is not None:
                 frame.set(op.result, Lanes(lanes.base, lanes.length, target.np))
                 return
-        frame.set(op.result, _cast(materialize(x), target))
+        arr = materialize(x)
+        if frame.pooled and target.is_float and arr.dtype.itemsize < target.np.itemsize:
+            # widening float casts are exact: assignment into a reused buffer is astype
+            out = self._pool_buffer(op, arr.shape, target.np)
+            np.copyto(out, arr, casting="unsafe")
+            frame.set(op.result, out)
+        else:
+            frame.set(op.result, _cast(arr, target))
         frame.owned.add(op.result.uid)
 
     def op_broadcast(self, op: Op, frame: Frame) -> None:
@@ -347,11 +441,23 @@ class Interpreter:
         mask = frame.get(op.operands[4]) if op.attrs["masked"] else None
         check_bounds(self._site(op), index, mask, frame.pid)
         if self.checking:
+            self._record_store_run(op, frame, index)
             return
         offset, value = frame.get(op.operands[2]), frame.get(op.operands[3])
         rows = frame.size
         shape = (rows,) + op.operands[3].shape
         self.journal.store(tensor.buffer, offset, materialize(value), mask, shape)
+
+    def _record_store_run(self, op: Op, frame: Frame, index: Any) -> None:
+        """Pre-pass: note the logical index range a store covers in this batch, or
+        that it is not one range (then chunks do not run in parallel)."""
+        if isinstance(index, Lanes) and index.base.shape[0] == frame.size:
+            start = index.consecutive_start()
+            if start is not None:
+                runs = self.store_runs.setdefault(op.attrs["tensor"], [])
+                runs.append((start, start + frame.size * index.length))
+                return
+        self.store_runs_provable = False
 
     def op_for(self, op: Op, frame: Frame) -> None:
         lo, hi, step = (materialize(frame.get(v)) for v in op.operands[:3])
@@ -380,12 +486,15 @@ class Interpreter:
         st_r = step64 if step64.shape[0] == 1 else step64[rows]
         ivs = (lo_r + ks * st_r).astype(iv_dtype)
         per_row = self.block_sizes.setdefault(id(op), _max_block(body, nested=True))
-        chunk = max(1, self.chunk_elements // per_row)
+        chunk = self._chunk_rows(rows.shape[0], per_row)
+        pooled = self._poolable(body)
+        frames = []
         for start in range(0, rows.shape[0], chunk):
             sel = rows[start:start + chunk]
-            inner = Frame(frame, sel, frame.pid[sel])
+            inner = Frame(frame, sel, frame.pid[sel], pooled)
             inner.set(body.args[0], ivs[start:start + chunk])
-            self.run_block(body, inner)
+            frames.append(inner)
+        self._run_chunks(body, frames)
 
     def _for_sequential(self, op: Op, frame: Frame, lo: np.ndarray, step: np.ndarray,
                         trips: np.ndarray, inits: list[Any], iv_dtype: np.dtype) -> None:
@@ -416,6 +525,30 @@ class Interpreter:
                            for old, value in zip(carried, new)]
         for result, value in zip(op.results, carried):
             frame.set(result, value)
+
+
+@dataclass(frozen=True)
+class _KernelFacts:
+    """What the interpreter derives from a specialization's IR once, not per launch."""
+
+    loaded: frozenset[str]
+    stored: frozenset[str]
+    index_slice: set[int] | None
+    dying: dict[int, frozenset[int]]
+
+
+_FACTS: weakref.WeakKeyDictionary[Function, _KernelFacts] = weakref.WeakKeyDictionary()
+
+
+def _facts(fn: Function) -> _KernelFacts:
+    facts = _FACTS.get(fn)
+    if facts is None:
+        facts = _KernelFacts(
+            frozenset(op.attrs["tensor"] for op in fn.walk() if op.kind == "load"),
+            frozenset(op.attrs["tensor"] for op in fn.walk() if op.kind == "store"),
+            index_slice(fn), _last_uses(fn.body))
+        _FACTS[fn] = facts
+    return facts
 
 
 def _last_uses(block: Block) -> dict[int, frozenset[int]]:
@@ -458,7 +591,8 @@ def _lazy_elementwise(kind: str, args: list[Any]) -> Any:
     return LaneMask(a, per_row.astype(np.int64))
 
 
-def _overlaps(tensors: dict[str, BoundTensor], loaded: set[str], stored: set[str]) -> bool:
+def _overlaps(tensors: dict[str, BoundTensor], loaded: frozenset[str],
+              stored: frozenset[str]) -> bool:
     """True when some stored tensor may share memory with a loaded one (or is loaded)."""
     for s in stored:
         for name in loaded:
