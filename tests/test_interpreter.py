@@ -344,3 +344,97 @@ def test_three_dimensional_grid():
     grid_3d[(2, 3, 4)](out)
     expected = [x * 100 + y * 10 + z for z in range(4) for y in range(3) for x in range(2)]
     np.testing.assert_array_equal(out, expected)
+
+
+# ----------------------------------------------------------------------------- journal modes
+
+
+@dsl.jit
+def bump_then_scatter(x, idx, n):
+    i = dsl.arange(0, 8)
+    m = i < n
+    dsl.store(x, i, dsl.load(x, i, m) + 1.0, m)  # valid, written first
+    dsl.store(x, dsl.load(idx, i, m), 0.0, m)  # data-dependent, may be out of bounds
+
+
+def test_undo_mode_rolls_back_earlier_stores():
+    """Data-dependent indices cannot be proved ahead, and the kernel reads what it
+    writes: stores go straight to memory and are undone on error."""
+    x = np.arange(8, dtype=np.float32)
+    bump_then_scatter(x, np.array([7, 6, 5, 4, 3, 2, 1, 0], np.int32), 8)
+    np.testing.assert_array_equal(x, np.zeros(8))
+    x = np.arange(8, dtype=np.float32)
+    with pytest.raises(dsl.OutOfBoundsError, match="tensor 'x' has 8 elements but index 8"):
+        bump_then_scatter(x, np.array([0, 1, 2, 3, 4, 5, 6, 8], np.int32), 8)
+    np.testing.assert_array_equal(x, np.arange(8))
+
+
+@dsl.jit
+def gather_tiles(src, perm, dst, n, BLOCK: dsl.constexpr):
+    for start in dsl.tile_range(0, n, BLOCK):
+        i = start + dsl.arange(0, BLOCK)
+        m = i < n
+        dsl.store(dst, i, dsl.load(src, dsl.load(perm, i, m), m), m)
+
+
+def test_deferred_mode_writes_nothing_when_a_late_tile_fails():
+    n = 3_000_000  # several chunks
+    src = np.arange(n, dtype=np.float32)
+    perm = np.arange(n, dtype=np.int32)[::-1].copy()
+    dst = np.zeros(n, np.float32)
+    gather_tiles[(8,)](src, perm, dst, n, BLOCK=4096)
+    np.testing.assert_array_equal(dst, src[::-1])
+    perm[-1] = n  # out of bounds in the very last tile
+    dst[:] = -1
+    with pytest.raises(dsl.OutOfBoundsError, match=f"index {n} was accessed"):
+        gather_tiles[(8,)](src, perm, dst, n, BLOCK=4096)
+    assert np.all(dst == -1)
+
+
+@dsl.jit
+def every_tile_writes_the_front(x, out, n, BLOCK: dsl.constexpr):
+    for start in dsl.tile_range(0, n, BLOCK):
+        lanes = dsl.arange(0, BLOCK)
+        dsl.store(out, lanes, dsl.load(x, start + lanes, start + lanes < n))
+
+
+def test_overlapping_stores_keep_program_order():
+    """Stores that hit the same elements from many tiles are not run in parallel:
+    with one program the last tile wins, as in a sequential loop."""
+    n, block = 4_000_000, 1024
+    x = np.arange(n, dtype=np.float32)
+    out = np.zeros(block, np.float32)
+    every_tile_writes_the_front[(1,)](x, out, n, BLOCK=block)
+    last = (n - 1) // block * block
+    expected = np.where(last + np.arange(block) < n, last + np.arange(block), 0)
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_threads_do_not_change_results(monkeypatch):
+    rng = np.random.default_rng(0)
+    n = 5_000_001
+    x = rng.uniform(0.01, 0.99, n).astype(np.float32)
+    y = rng.uniform(0, 1, n).astype(ml_dtypes.bfloat16)
+    results = []
+    for workers in (1, 2, 3):
+        monkeypatch.setattr(interpreter, "WORKERS", workers)
+        out = np.zeros(n, np.float16)
+        import ops
+
+        ops.binary_cross_entropy_backward(np.array(0.5, np.float32), x, y, None, "sum", out=out)
+        results.append(out)
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[0], results[2])
+
+
+def test_fast_float16_cast_is_bit_identical_to_numpy():
+    rng = np.random.default_rng(1)
+    special = np.array([0.0, -0.0, 2**-14, -(2**-14), 2**-24, 2**-25, 3 * 2**-25, 2**-26,
+                        65504.0, 65520.0, 1e9, -1e9, np.inf, -np.inf, np.nan,
+                        2**-14 * (1 - 2**-12)], np.float32)
+    for values in (special, (rng.standard_normal(100_000) * 1e-6).astype(np.float32),
+                   rng.standard_normal(100_000) * 1e-5, rng.standard_normal(100_000) * 1e3):
+        with np.errstate(all="ignore"):
+            ours = interpreter._to_float16(values)
+            theirs = values.astype(np.float16)
+        np.testing.assert_array_equal(ours.view(np.uint16), theirs.view(np.uint16))
