@@ -205,13 +205,31 @@ def format_function(fn: Function) -> str:
     return "\n".join(lines)
 
 
+_ROLES = {"load": ("", "index", "offset", "mask", "other"),
+          "store": ("", "index", "offset", "value", "mask"),
+          "for": ("from", "to", "step")}
+
+
+def _format_operands(op: Op, name: _Namer) -> str:
+    """Operands, labelled by role where the position alone would not tell."""
+    roles = _ROLES.get(op.kind)
+    if roles is None:
+        return ", ".join(name(o) for o in op.operands)
+    parts = []
+    for i, operand in enumerate(op.operands):
+        role = roles[i] if i < len(roles) else "init"
+        parts.append(f"{role}={name(operand)}" if role else name(operand))
+    return " ".join(parts)
+
+
 def _format_block(block: Block, name: _Namer, lines: list[str], indent: int) -> None:
     pad = "  " * indent
     for op in block.ops:
         results = ", ".join(name(r) for r in op.results)
         lhs = f"{results} = " if results else ""
-        operands = ", ".join(name(o) for o in op.operands)
-        attrs = " ".join(f"{k}={_fmt_attr(v)}" for k, v in op.attrs.items())
+        operands = _format_operands(op, name)
+        attrs = " ".join(f"{k}={_fmt_attr(v)}" for k, v in op.attrs.items()
+                         if k not in ("tensor", "masked"))
         types = ", ".join(str(r.type) for r in op.results)
         text = f"{pad}{lhs}{op.kind}"
         if operands:
