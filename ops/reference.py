@@ -23,7 +23,8 @@ def _f64(obj: Any, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _scale(reduction: Any, shape: tuple[int, ...]) -> float:
-    return 1.0 / int(np.prod(shape)) if _REDUCTION[reduction] == 1 else 1.0
+    # an empty input has nothing to scale
+    return 1.0 / max(int(np.prod(shape)), 1) if _REDUCTION[reduction] == 1 else 1.0
 
 
 def bce_backward_reference(grad_output: Any, input: Any, target: Any, weight: Any = None,

@@ -306,3 +306,18 @@ def test_loop_carried_type_must_not_change():
 def test_builtins_refuse_to_run_outside_kernels():
     with pytest.raises(RuntimeError, match="inside a @dsl.jit kernel"):
         dsl.arange(0, 4)
+
+
+def test_verifier_rejects_broken_ir():
+    from dsl.ir import IRVerificationError, verify
+
+    x = np.arange(16, dtype=np.float16)
+    fn = typed_kernel.ir(x, np.zeros(16, np.float16), 16)
+    verify(fn)  # the real IR is fine
+    ops_list = fn.body.ops
+    add = next(op for op in ops_list if op.kind == "add")
+    position = ops_list.index(add)
+    ops_list.insert(0, ops_list.pop(position))  # use before definition
+    with pytest.raises(IRVerificationError, match="before its definition"):
+        verify(fn)
+    typed_kernel._cache.clear()

@@ -1,0 +1,43 @@
+"""The ``ascend-dsl demo`` main job."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+from ops import cli
+
+
+def test_demo_table_lists_every_case_and_passes():
+    buffer = io.StringIO()
+    failures = cli.demo(batch=32, classes=10, seed=1, out=buffer)
+    text = buffer.getvalue()
+    assert failures == 0, text
+    header = text.splitlines()[0].split()
+    assert header[:5] == ["operator", "shape", "dtypes", "reduction", "backend"]
+    rows = [line for line in text.splitlines() if line.startswith("bce")]
+    assert len(rows) == 9
+    for dtype in ("fp32", "fp16", "bf16"):
+        assert sum(f" {dtype} " in row for row in rows) == 3
+    assert all("interpreter" in row and "ulp" in row and "ms" in row for row in rows)
+    assert "all results within tolerance" in text
+
+
+def test_demo_reports_a_wrong_result(monkeypatch):
+    """The demo's check can fail: corrupt one operator and it must say so."""
+    import ops
+
+    real = ops.binary_cross_entropy_backward
+    monkeypatch.setattr(ops, "binary_cross_entropy_backward",
+                        lambda *a, **k: real(*a, **k) * 1.01)
+    buffer = io.StringIO()
+    assert cli.demo(batch=8, classes=4, seed=0, out=buffer) == 3
+    assert "FAIL" in buffer.getvalue()
+
+
+def test_console_command_runs():
+    result = subprocess.run([sys.executable, "-m", "ops.cli", "demo", "--batch", "16",
+                             "--classes", "8"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "bce_with_logits_target_backward" in result.stdout
