@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import dsl
+from ops.chips import resolve_chip
 from ops.launch import operand, result, scale_of
-from ops.validation import check_bce_backward
+from ops.validation import Checked, check_bce_backward
 
 EPSILON = 1e-12  # PyTorch's and CANN's clamp of x * (1 - x)
 
@@ -38,6 +39,18 @@ def bce_backward_kernel(grad, x, y, w, out, n, scale,
         dsl.store(out, idx, r, mask)
 
 
+def run(checked: Checked, grad_output: Any, input: Any, target: Any, weight: Any,
+        out_view: Any) -> None:
+    """Launch the kernel for validated arguments (nothing for an empty input)."""
+    if checked.numel == 0:
+        return
+    shape = checked.shape
+    bce_backward_kernel(operand(grad_output, shape), operand(input, shape),
+                        operand(target, shape), operand(weight, shape), out_view,
+                        checked.numel, scale_of(checked),
+                        HAS_WEIGHT=weight is not None, APPLY_SCALE=checked.reduction == 1)
+
+
 def binary_cross_entropy_backward(grad_output: Any, input: Any, target: Any, weight: Any = None,
                                   reduction: Any = "mean", *, out: Any = None) -> Any:
     """Gradient of ``binary_cross_entropy(input, target, weight, reduction)`` w.r.t. ``input``.
@@ -50,13 +63,8 @@ def binary_cross_entropy_backward(grad_output: Any, input: Any, target: Any, wei
     arguments raise ``ops.AclnnError`` with the spec's status, before anything is
     computed or written.
     """
-    checked = check_bce_backward(grad_output, input, target, weight, reduction, out)
+    checked = check_bce_backward(grad_output, input, target, weight, reduction, out,
+                                 resolve_chip())
     res, out_view = result(out, input, checked)
-    if checked.numel == 0:
-        return res
-    shape = checked.shape
-    bce_backward_kernel(operand(grad_output, shape), operand(input, shape),
-                        operand(target, shape), operand(weight, shape), out_view,
-                        checked.numel, scale_of(checked),
-                        HAS_WEIGHT=weight is not None, APPLY_SCALE=checked.reduction == 1)
+    run(checked, grad_output, input, target, weight, out_view)
     return res

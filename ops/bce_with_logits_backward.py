@@ -1,4 +1,6 @@
-"""aclnnBinaryCrossEntropyWithLogitsTargetBackward: gradient of BCE-with-logits w.r.t. target.
+"""The two gradients of BCE-with-logits.
+
+aclnnBinaryCrossEntropyWithLogitsTargetBackward, w.r.t. the target:
 
     gradTarget = g * (logsig(-x) - p * logsig(x)) * w * s     (s = 1/N for mean, else 1)
     logsig(v)  = min(v, 0) - log1p(exp(-|v|))                  (stable for large |v|)
@@ -11,6 +13,10 @@ pos_weight (p = 1) it is ``-x * g * w * s``, computed directly, as PyTorch does.
 The values of ``target`` never enter the formula; only its shape and dtype matter,
 so the kernel does not read it. CANN runs a chain of 8-9 elementwise kernels here;
 this is one fused pass.
+
+aclnnBinaryCrossEntropyWithLogitsBackward, w.r.t. the input (the logits):
+
+    out = ((p * t + 1 - t) * sigmoid(x) - p * t) * g * w * s     (out dtype = target's)
 """
 
 from __future__ import annotations
@@ -18,8 +24,9 @@ from __future__ import annotations
 from typing import Any
 
 import dsl
+from ops.chips import resolve_chip
 from ops.launch import operand, result, scale_of
-from ops.validation import check_bce_with_logits_target_backward
+from ops.validation import BCE_WITH_LOGITS_BACKWARD, Checked, check_bce_with_logits_target_backward, validate
 
 
 @dsl.jit
@@ -47,6 +54,19 @@ def bce_with_logits_target_backward_kernel(grad, x, w, pw, out, n, scale,
         dsl.store(out, idx, r, mask)
 
 
+def run_target_backward(checked: Checked, grad_output: Any, input: Any, weight: Any,
+                        pos_weight: Any, out_view: Any) -> None:
+    """Launch the target-gradient kernel for validated arguments."""
+    if checked.numel == 0:
+        return
+    shape = checked.shape
+    bce_with_logits_target_backward_kernel(
+        operand(grad_output, shape), operand(input, shape), operand(weight, shape),
+        operand(pos_weight, shape), out_view, checked.numel, scale_of(checked),
+        HAS_WEIGHT=weight is not None, HAS_POS_WEIGHT=pos_weight is not None,
+        APPLY_SCALE=checked.reduction == 1)
+
+
 def binary_cross_entropy_with_logits_target_backward(
         grad_output: Any, input: Any, target: Any, weight: Any = None, pos_weight: Any = None,
         reduction: Any = "mean", *, out: Any = None) -> Any:
@@ -59,14 +79,62 @@ def binary_cross_entropy_with_logits_target_backward(
     ``binary_cross_entropy_backward``.
     """
     checked = check_bce_with_logits_target_backward(grad_output, input, target, weight,
-                                                    pos_weight, reduction, out)
+                                                    pos_weight, reduction, out, resolve_chip())
     res, out_view = result(out, input, checked)
+    run_target_backward(checked, grad_output, input, weight, pos_weight, out_view)
+    return res
+
+
+@dsl.jit
+def bce_with_logits_backward_kernel(grad, x, t, w, pw, out, n, scale,
+                                    HAS_WEIGHT: dsl.constexpr, HAS_POS_WEIGHT: dsl.constexpr,
+                                    APPLY_SCALE: dsl.constexpr, BLOCK: dsl.block_size):
+    for start in dsl.tile_range(0, n, BLOCK):
+        idx = start + dsl.arange(0, BLOCK)
+        mask = idx < n
+        xv = dsl.load(x, idx, mask).to(dsl.float32)
+        tv = dsl.load(t, idx, mask).to(dsl.float32)
+        gv = dsl.load(grad, idx, mask).to(dsl.float32)
+        if HAS_POS_WEIGHT:
+            pt = dsl.load(pw, idx, mask).to(dsl.float32) * tv
+            r = ((pt + 1.0 - tv) * dsl.sigmoid(xv) - pt) * gv
+        else:
+            r = (dsl.sigmoid(xv) - tv) * gv
+        if HAS_WEIGHT:
+            r = r * dsl.load(w, idx, mask).to(dsl.float32)
+        if APPLY_SCALE:
+            r = r * scale
+        dsl.store(out, idx, r, mask)
+
+
+def check_input_backward(grad_output: Any, input: Any, target: Any, weight: Any, pos_weight: Any,
+                         reduction: Any, out: Any, chip: str | None = None) -> Checked:
+    return validate(BCE_WITH_LOGITS_BACKWARD,
+                    {"grad_output": grad_output, "input": input, "target": target,
+                     "weight": weight, "pos_weight": pos_weight, "out": out},
+                    reduction, resolve_chip(chip))
+
+
+def run_input_backward(checked: Checked, grad_output: Any, input: Any, target: Any, weight: Any,
+                       pos_weight: Any, out_view: Any) -> None:
     if checked.numel == 0:
-        return res
+        return
     shape = checked.shape
-    bce_with_logits_target_backward_kernel(
-        operand(grad_output, shape), operand(input, shape), operand(weight, shape),
-        operand(pos_weight, shape), out_view, checked.numel, scale_of(checked),
-        HAS_WEIGHT=weight is not None, HAS_POS_WEIGHT=pos_weight is not None,
-        APPLY_SCALE=checked.reduction == 1)
+    bce_with_logits_backward_kernel(
+        operand(grad_output, shape), operand(input, shape), operand(target, shape),
+        operand(weight, shape), operand(pos_weight, shape), out_view, checked.numel,
+        scale_of(checked), HAS_WEIGHT=weight is not None,
+        HAS_POS_WEIGHT=pos_weight is not None, APPLY_SCALE=checked.reduction == 1)
+
+
+def binary_cross_entropy_with_logits_backward(
+        grad_output: Any, input: Any, target: Any, weight: Any = None, pos_weight: Any = None,
+        reduction: Any = "mean", *, out: Any = None) -> Any:
+    """Gradient of ``binary_cross_entropy_with_logits`` w.r.t. ``input`` (the logits).
+    ``target`` and ``out`` have input's shape, the result target's dtype; the other
+    operands broadcast. Same tensor kinds and error contract as the other operators."""
+    checked = check_input_backward(grad_output, input, target, weight, pos_weight, reduction,
+                                   out)
+    res, out_view = result(out, input, checked)
+    run_input_backward(checked, grad_output, input, target, weight, pos_weight, out_view)
     return res

@@ -15,11 +15,13 @@ def operand(obj: Any, shape: tuple[int, ...]) -> TensorView | None:
     return None if obj is None else broadcast_to(obj, shape)
 
 
-def result(out: Any, input: Any, checked: Checked) -> tuple[Any, TensorView]:
-    """The object to return (``out`` itself, or a new tensor of ``input``'s kind) and
-    the view the kernel writes."""
+def result(out: Any, input: Any, checked: Checked,
+           shape: tuple[int, ...] | None = None) -> tuple[Any, TensorView]:
+    """The object to return (``out`` itself, or a new tensor of ``input``'s kind and
+    ``shape``, by default input's) and the view the kernel writes."""
     if out is None:
-        out, array = new_like_kind(input, checked.shape, checked.out_dtype)
+        out, array = new_like_kind(input, checked.shape if shape is None else shape,
+                                   checked.out_dtype)
         return out, as_view(array)
     view = as_view(out)
     if view.is_broadcast or not view.buffer.flags.writeable:

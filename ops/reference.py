@@ -56,3 +56,47 @@ def bce_with_logits_target_backward_reference(grad_output: Any, input: Any, targ
     p = _f64(pos_weight, shape) if pos_weight is not None else 1.0
     with np.errstate(all="ignore"):
         return g * (log_sigmoid(-x) - p * log_sigmoid(x)) * w * _scale(reduction, shape)
+
+
+def _reduce(loss: np.ndarray, reduction: Any) -> np.ndarray:
+    code = _REDUCTION[reduction]
+    if code == 0:
+        return loss
+    if loss.size == 0:
+        return np.array(np.nan if code == 1 else 0.0)
+    return np.array(loss.mean() if code == 1 else loss.sum())
+
+
+def bce_forward_reference(input: Any, target: Any, weight: Any = None,
+                          reduction: Any = "mean") -> np.ndarray:
+    """-w (y max(log x, -100) + (1 - y) max(log(1 - x), -100)), reduced, in float64."""
+    shape = tuple(to_numpy(input).shape)
+    x, y = _f64(input, shape), _f64(target, shape)
+    w = _f64(weight, shape) if weight is not None else 1.0
+    with np.errstate(all="ignore"):
+        loss = -w * (y * np.maximum(np.log(x), -100.0) + (1 - y) * np.maximum(np.log1p(-x), -100.0))
+    return _reduce(np.broadcast_to(loss, shape), reduction)
+
+
+def bce_with_logits_forward_reference(input: Any, target: Any, weight: Any = None,
+                                      pos_weight: Any = None,
+                                      reduction: Any = "mean") -> np.ndarray:
+    """-w (p t logsig(x) + (1 - t) logsig(-x)), reduced, in float64."""
+    shape = tuple(to_numpy(input).shape)
+    x, t = _f64(input, shape), _f64(target, shape)
+    w = _f64(weight, shape) if weight is not None else 1.0
+    p = _f64(pos_weight, shape) if pos_weight is not None else 1.0
+    loss = -w * (p * t * log_sigmoid(x) + (1 - t) * log_sigmoid(-x))
+    return _reduce(np.broadcast_to(loss, shape), reduction)
+
+
+def bce_with_logits_backward_reference(grad_output: Any, input: Any, target: Any,
+                                       weight: Any = None, pos_weight: Any = None,
+                                       reduction: Any = "mean") -> np.ndarray:
+    """((p t + 1 - t) sigmoid(x) - p t) g w s in float64."""
+    shape = tuple(to_numpy(input).shape)
+    x, t, g = _f64(input, shape), _f64(target, shape), _f64(grad_output, shape)
+    w = _f64(weight, shape) if weight is not None else 1.0
+    p = _f64(pos_weight, shape) if pos_weight is not None else 1.0
+    sigmoid = 1.0 / (1.0 + np.exp(-x))
+    return ((p * t + 1 - t) * sigmoid - p * t) * g * w * _scale(reduction, shape)

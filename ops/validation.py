@@ -1,8 +1,19 @@
-"""Argument validation of the two backward operators, in the spec's order.
+"""Argument validation of the operators, in the spec's order.
 
 ``../shared/spec/bce_ops.md`` fixes the order of the checks and the status code of
-each; the first failure wins. Nothing here computes or writes: the operators call
-these functions before building any view or launching any kernel.
+each; the first failure wins:
+
+1. a required tensor is None -> 161001
+2. a tensor of rank > 8 (or not a tensor at all) -> 161002
+3. the operator is not available on the chip, a dtype outside the chip's list, or
+   an operator-specific dtype rule (e.g. out's dtype == target's) -> 161002
+4. (non-empty input) a shape rule: operands that must equal input's shape, operands
+   that must broadcast to exactly input's shape -> 161002
+5. reduction outside none/mean/sum (0/1/2) -> 161002
+6. promotion undefined or not castable to out: cannot fail among the float types.
+
+Each operator describes its operands with an ``OperatorRules`` record; nothing here
+computes or writes, so callers validate before building views or launching.
 """
 
 from __future__ import annotations
@@ -14,6 +25,7 @@ from dsl import dtypes as dt
 from dsl.dtypes import DType
 from dsl.views import broadcast_shape_ok
 from ops import status
+from ops.chips import Chip
 from ops.tensors import MAX_RANK, SUPPORTED, device_error, dtype_name, dtype_of, is_tensor
 
 REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
@@ -27,6 +39,7 @@ class Checked:
     reduction: int  # 0 none, 1 mean, 2 sum
     out_dtype: DType
     promoted: DType
+    chip: Chip
 
     @property
     def numel(self) -> int:
@@ -36,50 +49,19 @@ class Checked:
         return n
 
 
-def _check_required(named: dict[str, Any]) -> None:
-    """Step 1: required tensors present (161001)."""
-    for name, value in named.items():
-        if value is None:
-            raise status.nullptr(f"{name} is a required tensor and must not be None")
+@dataclass(frozen=True)
+class OperatorRules:
+    """The operand contract of one operator (names as the Python API spells them)."""
 
-
-def _check_rank(named: dict[str, Any]) -> None:
-    """Step 2: every tensor (given ones) is a tensor of rank <= 8 (161002)."""
-    for name, value in named.items():
-        if value is None:
-            continue
-        if not is_tensor(value):
-            raise status.invalid(f"{name} must be a NumPy array or a torch tensor, "
-                                 f"got {type(value).__name__}")
-        if value.ndim > MAX_RANK:
-            raise status.invalid(f"{name} has rank {value.ndim}; at most {MAX_RANK} is supported")
-
-
-def _check_dtypes(named: dict[str, Any]) -> None:
-    """Step 3: dtype in FLOAT/FLOAT16/BFLOAT16 and the tensor usable here (161002)."""
-    for name, value in named.items():
-        if value is None:
-            continue
-        problem = device_error(value)
-        if problem:
-            raise status.invalid(f"{name}: {problem}")
-        if dtype_of(value) not in SUPPORTED:
-            raise status.invalid(f"{name} has dtype {dtype_name(value)}; supported: "
-                                 "float32, float16, bfloat16")
-
-
-def _check_broadcastable(shape: tuple[int, ...], named: dict[str, Any]) -> None:
-    for name, value in named.items():
-        if value is not None and not broadcast_shape_ok(tuple(value.shape), shape):
-            raise status.invalid(f"{name} of shape {list(value.shape)} does not broadcast to "
-                                 f"input's shape {list(shape)}")
-
-
-def _check_same_shape(shape: tuple[int, ...], named: dict[str, Any]) -> None:
-    for name, value in named.items():
-        if value is not None and tuple(value.shape) != shape:
-            raise status.invalid(f"{name} has shape {list(value.shape)} but must have input's "
-                                 f"shape {list(shape)}")
+    name: str
+    required: tuple[str, ...]  # tensors that may not be None (161001)
+    same_shape: tuple[str, ...]  # must have exactly input's shape
+    broadcast: tuple[str, ...]  # must broadcast to exactly input's shape
+    out_like: str | None  # out's dtype must equal this operand's dtype
+    default_out: str  # operand whose dtype the result takes by default
+    reduces: bool = False  # mean/sum give a 0-d result (forward losses)
+    a2_a3_only: bool = False
+    fp32_compute: bool = False  # a promoted 16-bit type is forced to fp32
 
 
 def parse_reduction(reduction: Any) -> int:
@@ -103,52 +85,95 @@ def promote(a: DType, b: DType) -> DType:
     return a if a.bits > b.bits else b
 
 
+def validate(rules: OperatorRules, tensors: dict[str, Any], reduction: Any, chip: Chip) -> Checked:
+    """Run the six steps for ``tensors`` (operand name -> tensor or None, with 'input'
+    and 'out' among them)."""
+    for name in rules.required:  # step 1
+        if tensors.get(name) is None:
+            raise status.nullptr(f"{name} is a required tensor and must not be None")
+    given = {name: value for name, value in tensors.items() if value is not None}
+    for name, value in given.items():  # step 2
+        if not is_tensor(value):
+            raise status.invalid(f"{name} must be a NumPy array or a torch tensor, "
+                                 f"got {type(value).__name__}")
+        if value.ndim > MAX_RANK:
+            raise status.invalid(f"{name} has rank {value.ndim}; at most {MAX_RANK} is supported")
+    if rules.a2_a3_only and not chip.has_logits_target_backward:  # step 3
+        raise status.invalid(f"{rules.name} is available on Atlas A2/A3 chips only, "
+                             f"not on {chip.name}")
+    supported = SUPPORTED if chip.supports_bf16 else (dt.float32, dt.float16)
+    for name, value in given.items():
+        problem = device_error(value)
+        if problem:
+            raise status.invalid(f"{name}: {problem}")
+        if dtype_of(value) not in supported:
+            names = ", ".join(d.name for d in supported)
+            raise status.invalid(f"{name} has dtype {dtype_name(value)}; supported on "
+                                 f"{chip.name}: {names}")
+    out = given.get("out")
+    if out is not None and rules.out_like and dtype_of(out) != dtype_of(given[rules.out_like]):
+        raise status.invalid(f"out has dtype {dtype_name(out)} but must have "
+                             f"{rules.out_like}'s dtype {dtype_name(given[rules.out_like])}")
+    shape = tuple(given["input"].shape)
+    if 0 not in shape:  # step 4
+        for name in rules.same_shape:
+            value = given.get(name)
+            if value is not None and tuple(value.shape) != shape:
+                raise status.invalid(f"{name} has shape {list(value.shape)} but must have "
+                                     f"input's shape {list(shape)}")
+        for name in rules.broadcast:
+            value = given.get(name)
+            if value is not None and not broadcast_shape_ok(tuple(value.shape), shape):
+                raise status.invalid(f"{name} of shape {list(value.shape)} does not broadcast "
+                                     f"to input's shape {list(shape)}")
+    code = parse_reduction(reduction)  # step 5
+    if rules.reduces and out is not None:
+        expected = shape if code == 0 else ()
+        if tuple(out.shape) != expected:
+            raise status.invalid(f"out has shape {list(out.shape)} but reduction "
+                                 f"{reduction!r} gives shape {list(expected)}")
+    promoted = dtype_of(given["input"])  # step 6: cannot fail among float types
+    for name, value in given.items():
+        if name != "out":
+            promoted = promote(promoted, dtype_of(value))
+    if rules.fp32_compute and promoted.bits < 32:
+        promoted = dt.float32
+    out_dtype = dtype_of(out) if out is not None else dtype_of(given[rules.default_out])
+    return Checked(shape, code, out_dtype, promoted, chip)
+
+
+BCE_BACKWARD = OperatorRules(
+    "binary_cross_entropy_backward", required=("grad_output", "input", "target"),
+    same_shape=("out",), broadcast=("target", "weight", "grad_output"), out_like=None,
+    default_out="input")
+BCE_WITH_LOGITS_TARGET_BACKWARD = OperatorRules(
+    "binary_cross_entropy_with_logits_target_backward",
+    required=("grad_output", "input", "target"), same_shape=("target", "out"),
+    broadcast=("grad_output", "weight", "pos_weight"), out_like="target",
+    default_out="target", a2_a3_only=True, fp32_compute=True)
+BCE_FORWARD = OperatorRules(
+    "binary_cross_entropy", required=("input", "target"), same_shape=("target",),
+    broadcast=("weight",), out_like=None, default_out="input", reduces=True)
+BCE_WITH_LOGITS_FORWARD = OperatorRules(
+    "binary_cross_entropy_with_logits", required=("input", "target"), same_shape=("target",),
+    broadcast=("weight", "pos_weight"), out_like=None, default_out="input", reduces=True)
+BCE_WITH_LOGITS_BACKWARD = OperatorRules(
+    "binary_cross_entropy_with_logits_backward", required=("grad_output", "input", "target"),
+    same_shape=("target", "out"), broadcast=("grad_output", "weight", "pos_weight"),
+    out_like="target", default_out="target", fp32_compute=True)
+
+
 def check_bce_backward(grad_output: Any, input: Any, target: Any, weight: Any,
-                       reduction: Any, out: Any) -> Checked:
+                       reduction: Any, out: Any, chip: Chip) -> Checked:
     """Validate ``binary_cross_entropy_backward`` (spec section 1)."""
-    _check_required({"grad_output": grad_output, "input": input, "target": target})
-    tensors = {"grad_output": grad_output, "input": input, "target": target,
-               "weight": weight, "out": out}
-    _check_rank(tensors)
-    _check_dtypes(tensors)
-    shape = tuple(input.shape)
-    empty = 0 in shape
-    if not empty:
-        if out is not None:
-            _check_same_shape(shape, {"out": out})
-        _check_broadcastable(shape, {"target": target, "weight": weight,
-                                     "grad_output": grad_output})
-    code = parse_reduction(reduction)
-    promoted = promote(promote(dtype_of(input), dtype_of(target)), dtype_of(grad_output))
-    if weight is not None:
-        promoted = promote(promoted, dtype_of(weight))
-    out_dtype = dtype_of(out) if out is not None else dtype_of(input)
-    # Step 6: every float type casts to every other, so promotion and the cast to out
-    # cannot fail for the supported dtypes.
-    return Checked(shape, code, out_dtype, promoted)
+    return validate(BCE_BACKWARD, {"grad_output": grad_output, "input": input, "target": target,
+                                   "weight": weight, "out": out}, reduction, chip)
 
 
 def check_bce_with_logits_target_backward(grad_output: Any, input: Any, target: Any, weight: Any,
-                                          pos_weight: Any, reduction: Any, out: Any) -> Checked:
+                                          pos_weight: Any, reduction: Any, out: Any,
+                                          chip: Chip) -> Checked:
     """Validate ``binary_cross_entropy_with_logits_target_backward`` (spec section 2)."""
-    _check_required({"grad_output": grad_output, "input": input, "target": target})
-    tensors = {"grad_output": grad_output, "input": input, "target": target, "weight": weight,
-               "pos_weight": pos_weight, "out": out}
-    _check_rank(tensors)
-    _check_dtypes(tensors)
-    if out is not None and dtype_of(out) != dtype_of(target):
-        raise status.invalid(f"out has dtype {dtype_name(out)} but must have target's dtype "
-                             f"{dtype_name(target)}")
-    shape = tuple(input.shape)
-    empty = 0 in shape
-    if not empty:
-        _check_same_shape(shape, {"target": target, "out": out})
-        _check_broadcastable(shape, {"grad_output": grad_output, "weight": weight,
-                                     "pos_weight": pos_weight})
-    code = parse_reduction(reduction)
-    promoted = promote(promote(dtype_of(input), dtype_of(target)), dtype_of(grad_output))
-    for optional in (weight, pos_weight):
-        if optional is not None:
-            promoted = promote(promoted, dtype_of(optional))
-    # A promoted 16-bit type is forced to fp32: all arithmetic is fp32 (step 6 cannot fail).
-    return Checked(shape, code, dtype_of(target), dt.float32 if promoted.bits < 32 else promoted)
+    return validate(BCE_WITH_LOGITS_TARGET_BACKWARD,
+                    {"grad_output": grad_output, "input": input, "target": target,
+                     "weight": weight, "pos_weight": pos_weight, "out": out}, reduction, chip)

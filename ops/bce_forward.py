@@ -1,0 +1,85 @@
+"""aclnnBinaryCrossEntropy: the BCE loss (companion of the backward operator).
+
+    l = -w * (y * max(log(x), -100) + (1 - y) * max(log(1 - x), -100))
+
+reduction "none" gives ``l`` (input's shape); "mean"/"sum" give a 0-d result through
+the deterministic per-tile reduction of ``ops.reduction``. Empty input: mean -> NaN,
+sum -> 0. Computed in fp32; the result has ``out``'s dtype, by default input's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import dsl
+from ops import reduction as red
+from ops.chips import resolve_chip
+from ops.launch import operand, result
+from ops.validation import BCE_FORWARD, Checked, validate
+
+LOG_CLAMP = -100.0  # PyTorch's clamp of each log term
+
+
+@dsl.jit
+def bce_forward_kernel(x, y, w, out, partials, n, HAS_WEIGHT: dsl.constexpr,
+                       REDUCE: dsl.constexpr, BLOCK: dsl.constexpr):
+    for start in dsl.tile_range(0, n, BLOCK):
+        idx = start + dsl.arange(0, BLOCK)
+        mask = idx < n
+        xv = dsl.load(x, idx, mask).to(dsl.float32)
+        yv = dsl.load(y, idx, mask).to(dsl.float32)
+        log_x = dsl.maximum(dsl.log(xv), LOG_CLAMP)
+        log_1mx = dsl.maximum(dsl.log(1.0 - xv), LOG_CLAMP)
+        loss = -(yv * log_x + (1.0 - yv) * log_1mx)
+        if HAS_WEIGHT:
+            loss = loss * dsl.load(w, idx, mask).to(dsl.float32)
+        if REDUCE:
+            dsl.store(partials, start // BLOCK, dsl.sum(dsl.where(mask, loss, 0.0), axis=0))
+        else:
+            dsl.store(out, idx, loss, mask)
+
+
+def check(input: Any, target: Any, weight: Any, reduction: Any, out: Any,
+          chip: str | None = None) -> Checked:
+    return validate(BCE_FORWARD, {"input": input, "target": target, "weight": weight,
+                                  "out": out}, reduction, resolve_chip(chip))
+
+
+def run(checked: Checked, input: Any, target: Any, weight: Any, out_view: Any,
+        workspace: np.ndarray | None, grid: Any = None) -> None:
+    """Launch the loss (and the combine step) for validated arguments."""
+    loss_launch(bce_forward_kernel, checked, out_view, workspace, grid,
+                [operand(input, checked.shape), operand(target, checked.shape),
+                 operand(weight, checked.shape)], HAS_WEIGHT=weight is not None)
+
+
+def loss_launch(kernel: Any, checked: Checked, out_view: Any, workspace: np.ndarray | None,
+                grid: Any, operands: list[Any], **constexprs: Any) -> None:
+    """Shared by the forward losses: elementwise for "none", partials + combine else."""
+    n = checked.numel
+    reduce = checked.reduction != 0
+    if n == 0:
+        if reduce:  # spec: empty mean -> NaN, sum -> 0
+            out_view.to_numpy()[...] = np.nan if checked.reduction == 1 else 0.0
+        return
+    block = red.loss_block(n)
+    partials = red.partials_view(workspace, n) if reduce else np.zeros(1, np.float32)
+    launch = kernel if grid is None else kernel[grid]
+    launch(*operands, out_view, partials, n, REDUCE=reduce, BLOCK=block, **constexprs)
+    if reduce:
+        red.combine(partials, out_view, n, mean=checked.reduction == 1)
+
+
+def binary_cross_entropy(input: Any, target: Any, weight: Any = None, reduction: Any = "mean",
+                         *, out: Any = None) -> Any:
+    """The BCE loss of probabilities ``input`` against ``target`` (same shape);
+    ``weight`` broadcasts to input's shape. Same tensor kinds and error contract as
+    the backward operators; "mean"/"sum" return a 0-d tensor."""
+    checked = check(input, target, weight, reduction, out)
+    shape = checked.shape if checked.reduction == 0 else ()
+    res, out_view = result(out, input, checked, shape)
+    workspace = np.empty(red.workspace_bytes(checked.numel, checked.reduction), np.uint8)
+    run(checked, input, target, weight, out_view, workspace)
+    return res
