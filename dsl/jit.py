@@ -18,7 +18,9 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,6 +189,10 @@ class JITFunction:
             launch = self.prepare(args, kwargs, grid)
         except DSLCompileError as err:
             raise _without_compiler_frames(err) from None
+        plans = _PLANS.get()
+        if plans is not None:  # inside planning(): record, do not run
+            plans.append(launch)
+            return
         from lowering import interpreter
 
         interpreter.run(launch)
@@ -244,6 +250,22 @@ def _hidden_value(tensors: dict[str, BoundTensor], param: Param) -> int:
     if param.role == "stride":
         return t.strides[param.dim or 0]
     return t.base
+
+
+_PLANS: ContextVar[list[Launch] | None] = ContextVar("dsl_plans", default=None)
+
+
+@contextmanager
+def planning() -> Iterator[list[Launch]]:
+    """Inside this context kernel launches are checked and specialized but not run;
+    the prepared ``Launch`` records are collected in the yielded list. This is how
+    the aclnn API plans work in phase 1 without computing or writing anything."""
+    plans: list[Launch] = []
+    token = _PLANS.set(plans)
+    try:
+        yield plans
+    finally:
+        _PLANS.reset(token)
 
 
 def interpreter_block_size(largest_numel: int) -> int:
