@@ -1,0 +1,134 @@
+"""torch.library custom operators, drop-in losses with autograd, torch.compile."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def ot(torch):
+    import ops.torch as module
+
+    return module
+
+
+def _inputs(torch, dtype=None, seed=0):
+    dtype = dtype or torch.float32
+    gen = torch.Generator().manual_seed(seed)
+    logits = (torch.randn(16, 6, generator=gen) * 3).to(dtype)
+    probs = torch.rand(16, 6, generator=gen).clamp(0.02, 0.98).to(dtype)
+    target = torch.rand(16, 6, generator=gen).to(dtype)
+    weight = (torch.rand(6, generator=gen) + 0.5).to(dtype)
+    pos_weight = (torch.rand(6, generator=gen) * 4).to(dtype)
+    return logits, probs, target, weight, pos_weight
+
+
+def test_opcheck_every_custom_operator(torch, ot):
+    logits, probs, target, weight, pos_weight = _inputs(torch)
+    grad = torch.randn(16, 6)
+    cases = [
+        (torch.ops.ascend_dsl.binary_cross_entropy, (probs, target, weight, 1)),
+        (torch.ops.ascend_dsl.binary_cross_entropy, (probs, target, None, 0)),
+        (torch.ops.ascend_dsl.binary_cross_entropy_backward, (grad, probs, target, weight, 0)),
+        (torch.ops.ascend_dsl.binary_cross_entropy_with_logits,
+         (logits, target, weight, pos_weight, 2)),
+        (torch.ops.ascend_dsl.binary_cross_entropy_with_logits_backward,
+         (grad, logits, target, None, pos_weight, 0)),
+        (torch.ops.ascend_dsl.binary_cross_entropy_with_logits_target_backward,
+         (grad, logits, target, weight, None, 0)),
+    ]
+    for op, args in cases:
+        torch.library.opcheck(op, args)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_with_logits_loss_and_both_gradients_match_torch(torch, ot, reduction):
+    logits, _, target, weight, pos_weight = _inputs(torch, seed=1)
+    ours_x, ours_t = logits.clone().requires_grad_(), target.clone().requires_grad_()
+    ref_x, ref_t = logits.double().requires_grad_(), target.double().requires_grad_()
+    loss = ot.binary_cross_entropy_with_logits(ours_x, ours_t, weight, reduction, pos_weight)
+    ref = torch.nn.functional.binary_cross_entropy_with_logits(
+        ref_x, ref_t, weight.double(), reduction=reduction, pos_weight=pos_weight.double())
+    torch.testing.assert_close(loss.double(), ref, rtol=2e-6, atol=1e-6)
+    upstream = torch.randn(loss.shape)
+    loss.backward(upstream)
+    ref.backward(upstream.double())
+    torch.testing.assert_close(ours_x.grad.double(), ref_x.grad, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(ours_t.grad.double(), ref_t.grad, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_bce_loss_and_gradients_match_torch(torch, ot, reduction):
+    _, probs, target, weight, _ = _inputs(torch, seed=2)
+    ours_x, ours_t = probs.clone().requires_grad_(), target.clone().requires_grad_()
+    ref_x, ref_t = probs.double().requires_grad_(), target.double().requires_grad_()
+    loss = ot.binary_cross_entropy(ours_x, ours_t, weight, reduction)
+    ref = torch.nn.functional.binary_cross_entropy(ref_x, ref_t, weight.double(),
+                                                   reduction=reduction)
+    torch.testing.assert_close(loss.double(), ref, rtol=2e-6, atol=1e-6)
+    upstream = torch.randn(loss.shape)
+    loss.backward(upstream)
+    ref.backward(upstream.double())
+    torch.testing.assert_close(ours_x.grad.double(), ref_x.grad, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(ours_t.grad.double(), ref_t.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_bf16_loss_computes_in_fp32(torch, ot):
+    logits, _, target, _, pos_weight = _inputs(torch, torch.bfloat16, seed=3)
+    x = logits.clone().requires_grad_()
+    loss = ot.binary_cross_entropy_with_logits(x, target, pos_weight=pos_weight)
+    assert loss.dtype == torch.bfloat16
+    ref = torch.nn.functional.binary_cross_entropy_with_logits(
+        logits.double(), target.double(), pos_weight=pos_weight.double())
+    torch.testing.assert_close(loss.double(), ref, rtol=2**-8, atol=0)
+    loss.backward()
+    assert x.grad.dtype == torch.bfloat16
+
+
+def test_torch_compile_traces_the_custom_operators(torch, ot):
+    logits, _, target, weight, pos_weight = _inputs(torch, seed=4)
+
+    def step(x, t):
+        loss = ot.binary_cross_entropy_with_logits(x, t, weight, "mean", pos_weight)
+        return loss * 2
+
+    compiled = torch.compile(step, backend="aot_eager", fullgraph=True)
+    x1, t1 = logits.clone().requires_grad_(), target.clone().requires_grad_()
+    x2, t2 = logits.clone().requires_grad_(), target.clone().requires_grad_()
+    eager_loss = step(x1, t1)
+    compiled_loss = compiled(x2, t2)
+    torch.testing.assert_close(compiled_loss, eager_loss, rtol=0, atol=0)
+    eager_loss.backward()
+    compiled_loss.backward()
+    torch.testing.assert_close(x2.grad, x1.grad, rtol=0, atol=0)
+    torch.testing.assert_close(t2.grad, t1.grad, rtol=0, atol=0)
+
+
+def test_fake_tensors_get_shapes_without_running(torch, ot):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        x = torch.empty(3, 4, dtype=torch.float16)
+        t = torch.empty(3, 4, dtype=torch.bfloat16)
+        loss = torch.ops.ascend_dsl.binary_cross_entropy_with_logits(x, t, None, None, 1)
+        grad_t = torch.ops.ascend_dsl.binary_cross_entropy_with_logits_target_backward(
+            torch.empty(()), x, t, None, None, 1)
+    assert loss.shape == () and loss.dtype == torch.float16
+    assert grad_t.shape == (3, 4) and grad_t.dtype == torch.bfloat16
+
+
+def test_weight_gradients_are_refused_clearly(torch, ot):
+    logits, _, target, weight, _ = _inputs(torch, seed=5)
+    w = weight.clone().requires_grad_()
+    loss = ot.binary_cross_entropy_with_logits(logits.requires_grad_(), target, w)
+    with pytest.raises(RuntimeError, match="gradient w.r.t. weight is not provided"):
+        loss.backward()
+
+
+def test_invalid_arguments_raise_aclnn_errors(torch, ot):
+    from ops import AclnnError
+
+    x = torch.rand(2, 3)
+    with pytest.raises(AclnnError) as info:
+        ot.binary_cross_entropy_with_logits(x, torch.rand(3, 2))
+    assert info.value.status == 161002
