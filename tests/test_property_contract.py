@@ -1,0 +1,170 @@
+"""Property tests (hypothesis) over every operator: random valid calls match the
+float64 references; random invalid calls give the status an independent model of
+the spec's check order predicts, leave outputs untouched and never raise anything
+unexpected."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numerics import FP32_ROUNDINGS_BCE_BACKWARD, max_ulp_error, ulp_bound
+
+import ops
+
+FLOATS = [np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)]
+BAD_DTYPES = [np.dtype(np.float64), np.dtype(np.int32), np.dtype(np.int8)]
+
+
+@st.composite
+def shapes(draw, max_rank=4):
+    rank = draw(st.integers(0, max_rank))
+    return tuple(draw(st.lists(st.integers(0, 4), min_size=rank, max_size=rank)))
+
+
+def broadcastable_to(draw, shape):
+    dims = list(shape)[draw(st.integers(0, len(shape))):]
+    return tuple(1 if draw(st.booleans()) else d for d in dims)
+
+
+def strided(draw, rng, shape, dtype, low, high):
+    """An array of ``shape``: contiguous, or a non-contiguous view of a larger one."""
+    if draw(st.booleans()) or not shape:
+        return rng.uniform(low, high, shape).astype(dtype)
+    padded = tuple(s * 2 for s in shape)
+    big = rng.uniform(low, high, padded).astype(dtype)
+    return big[tuple(slice(None, None, 2) for _ in shape)]
+
+
+@st.composite
+def valid_calls(draw):
+    shape = draw(shapes())
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    dtype = lambda: draw(st.sampled_from(FLOATS))  # noqa: E731
+    return {
+        "shape": shape,
+        "probs": strided(draw, rng, shape, dtype(), 0.01, 0.99),
+        "logits": strided(draw, rng, shape, dtype(), -30, 30),
+        "target": strided(draw, rng, shape, dtype(), 0, 1),
+        "target_b": strided(draw, rng, broadcastable_to(draw, shape), dtype(), 0, 1),
+        "grad": strided(draw, rng, broadcastable_to(draw, shape), dtype(), -2, 2),
+        "weight": draw(st.sampled_from([None, strided(
+            draw, rng, broadcastable_to(draw, shape), dtype(), 0.5, 2)])),
+        "pos_weight": draw(st.sampled_from([None, strided(
+            draw, rng, broadcastable_to(draw, shape), dtype(), 0.5, 3)])),
+        "reduction": draw(st.sampled_from(["none", "mean", "sum", 0, 1, 2])),
+    }
+
+
+@settings(max_examples=80, deadline=None)
+@given(valid_calls())
+def test_every_operator_matches_its_reference(c):
+    r, w, p = c["reduction"], c["weight"], c["pos_weight"]
+    out = ops.binary_cross_entropy_backward(c["grad"], c["probs"], c["target_b"], w, r)
+    ref = ops.bce_backward_reference(c["grad"], c["probs"], c["target_b"], w, r)
+    assert max_ulp_error(out, ref) <= ulp_bound(out.dtype, FP32_ROUNDINGS_BCE_BACKWARD)
+
+    out = ops.binary_cross_entropy_with_logits_target_backward(c["grad"], c["logits"],
+                                                              c["target"], w, None, r)
+    ref = ops.bce_with_logits_target_backward_reference(c["grad"], c["logits"], c["target"],
+                                                        w, None, r)
+    assert out.dtype == c["target"].dtype
+    assert max_ulp_error(out, ref) <= ulp_bound(out.dtype, 3)
+
+    out = ops.binary_cross_entropy_with_logits_backward(c["grad"], c["logits"], c["target"],
+                                                       w, p, r)
+    ref = ops.bce_with_logits_backward_reference(c["grad"], c["logits"], c["target"], w, p, r)
+    # sigmoid's rounding is amplified by up to |p t + 1 - t| / |result|: absolute bound
+    scale = np.abs(ref) + np.broadcast_to(
+        np.abs(c["grad"].astype(np.float64)) * (1 + (0 if p is None else np.abs(
+            p.astype(np.float64)))) * (1 if w is None else np.abs(w.astype(np.float64))),
+        ref.shape) / (max(ref.size, 1) if r in ("mean", 1) else 1)
+    tolerance = 16 * 2.0**-24 * scale + (0 if out.dtype == np.float32 else
+                                         np.abs(ref) * 2.0**-8)
+    assert np.all(np.abs(out.astype(np.float64) - ref) <= tolerance)
+
+    for loss, reference in [
+        (ops.binary_cross_entropy(c["probs"], c["target"], w, r),
+         ops.bce_forward_reference(c["probs"], c["target"], w, r)),
+        (ops.binary_cross_entropy_with_logits(c["logits"], c["target"], w, p, r),
+         ops.bce_with_logits_forward_reference(c["logits"], c["target"], w, p, r)),
+    ]:
+        got = loss.astype(np.float64)
+        relative = 2.0**-8 if loss.dtype != np.float32 else 2.0**-24 * (12 + np.log2(
+            max(c["probs"].size, 1)))
+        both_nan = np.isnan(got) & np.isnan(reference)
+        assert np.all(both_nan | (np.abs(got - reference) <= relative * np.abs(reference)
+                                  + 1e-6 * (loss.dtype != np.float32)))
+
+
+# ----------------------------------------------------------------------------- invalid calls
+
+
+@st.composite
+def invalid_calls(draw):
+    """A call of binary_cross_entropy_backward with random defects."""
+    shape = draw(shapes(3).filter(lambda s: 0 not in s))
+
+    def tensor(kind):
+        choice = draw(st.sampled_from(["ok", "ok", "ok", "none", "rank9", "dtype", "shape"]))
+        if kind == "input" and choice == "shape":
+            choice = "ok"
+        if choice == "none":
+            return None
+        if choice == "rank9":
+            return np.zeros((1,) * 9, np.float32)
+        if choice == "dtype":
+            return np.zeros(shape, draw(st.sampled_from(BAD_DTYPES)))
+        if choice == "shape":
+            return np.zeros(shape + (2,), np.float32)  # higher rank than input: never fits
+        return np.full(shape if kind != "weight" else shape[-1:], 0.5,
+                       draw(st.sampled_from(FLOATS)))
+
+    reduction = draw(st.sampled_from(["mean", "sum", "none", 0, 2, 5, "avg", None, True]))
+    return {name: tensor(name) for name in ("grad_output", "input", "target", "weight")}, \
+        reduction, shape
+
+
+def expected_status(tensors, reduction, shape) -> int:
+    """An independent model of the spec's order of checks (section 1)."""
+    if any(tensors[n] is None for n in ("grad_output", "input", "target")):
+        return 161001
+    given = [t for t in tensors.values() if t is not None]
+    if any(t.ndim > 8 for t in given):
+        return 161002
+    if any(t.dtype not in FLOATS for t in given):
+        return 161002
+    for t in (tensors["target"], tensors["weight"], tensors["grad_output"]):
+        if t is None:
+            continue
+        try:
+            if np.broadcast_shapes(t.shape, shape) != shape:
+                return 161002
+        except ValueError:
+            return 161002
+    if reduction not in ("none", "mean", "sum", 0, 1, 2) or isinstance(reduction, bool):
+        return 161002
+    return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(invalid_calls())
+def test_random_invalid_calls_give_the_predicted_status(call):
+    tensors, reduction, shape = call
+    expected = expected_status(tensors, reduction, shape)
+    out = np.full(shape, 7.0, np.float32)
+    status, size, executor = ops.binary_cross_entropy_backward_get_workspace_size(
+        tensors["grad_output"], tensors["input"], tensors["target"], tensors["weight"],
+        reduction, out)
+    assert status == expected
+    assert (executor is None) == (expected != 0)
+    assert np.all(out == 7.0)
+    try:
+        ops.binary_cross_entropy_backward(tensors["grad_output"], tensors["input"],
+                                          tensors["target"], tensors["weight"], reduction,
+                                          out=out)
+        assert expected == 0
+    except ops.AclnnError as err:
+        assert err.status == expected
+        assert np.all(out == 7.0)
