@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from numerics import FP32_ROUNDINGS_BCE_BACKWARD, max_ulp_error, ulp_bound
+from numerics import FP32_ROUNDINGS_BCE_BACKWARD, max_ulp_error, ulp, ulp_bound
 
 import ops
 
@@ -80,8 +80,7 @@ def test_every_operator_matches_its_reference(c):
         np.abs(c["grad"].astype(np.float64)) * (1 + (0 if p is None else np.abs(
             p.astype(np.float64)))) * (1 if w is None else np.abs(w.astype(np.float64))),
         ref.shape) / (max(ref.size, 1) if r in ("mean", 1) else 1)
-    tolerance = 16 * 2.0**-24 * scale + (0 if out.dtype == np.float32 else
-                                         np.abs(ref) * 2.0**-8)
+    tolerance = 16 * 2.0**-24 * scale + ulp(ref, out.dtype)  # + the final rounding
     assert np.all(np.abs(out.astype(np.float64) - ref) <= tolerance)
 
     for loss, reference in [
@@ -168,3 +167,94 @@ def test_random_invalid_calls_give_the_predicted_status(call):
     except ops.AclnnError as err:
         assert err.status == expected
         assert np.all(out == 7.0)
+
+
+@st.composite
+def invalid_logits_calls(draw):
+    """A call of binary_cross_entropy_with_logits_target_backward with random defects."""
+    shape = draw(shapes(3).filter(lambda s: 0 not in s))
+
+    def tensor(kind):
+        choice = draw(st.sampled_from(["ok", "ok", "ok", "none", "rank9", "dtype", "shape"]))
+        if kind == "input" and choice == "shape":
+            choice = "ok"
+        if choice == "none":
+            return None
+        if choice == "rank9":
+            return np.zeros((1,) * 9, np.float32)
+        if choice == "dtype":
+            return np.zeros(shape, draw(st.sampled_from(BAD_DTYPES)))
+        if choice == "shape":
+            return np.zeros(shape + (2,), np.float32)
+        broadcast = kind in ("grad_output", "weight", "pos_weight") and draw(st.booleans())
+        return np.full(shape[-1:] if broadcast else shape, 0.5, draw(st.sampled_from(FLOATS)))
+
+    tensors = {name: tensor(name) for name in
+               ("grad_output", "input", "target", "weight", "pos_weight")}
+    out_dtype = draw(st.sampled_from(FLOATS))
+    reduction = draw(st.sampled_from(["mean", "none", 1, 3, "avg"]))
+    return tensors, out_dtype, reduction, shape
+
+
+def expected_logits_status(tensors, out_dtype, reduction, shape) -> int:
+    """Independent model of the spec's section 2 order of checks."""
+    if any(tensors[n] is None for n in ("grad_output", "input", "target")):
+        return 161001
+    given = [t for t in tensors.values() if t is not None]
+    if any(t.ndim > 8 for t in given):
+        return 161002
+    if any(t.dtype not in FLOATS for t in given) or out_dtype != tensors["target"].dtype:
+        return 161002
+    if tensors["target"].shape != shape:
+        return 161002
+    for name in ("grad_output", "weight", "pos_weight"):
+        t = tensors[name]
+        if t is not None:
+            try:
+                if np.broadcast_shapes(t.shape, shape) != shape:
+                    return 161002
+            except ValueError:
+                return 161002
+    if reduction not in ("none", "mean", "sum", 0, 1, 2):
+        return 161002
+    return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(invalid_logits_calls())
+def test_random_invalid_logits_calls_give_the_predicted_status(call):
+    tensors, out_dtype, reduction, shape = call
+    expected = expected_logits_status(tensors, out_dtype, reduction, shape)
+    grad_target = np.full(shape, 3.0, out_dtype)
+    before = grad_target.copy()
+    status, _, executor = ops.binary_cross_entropy_with_logits_target_backward_get_workspace_size(
+        *tensors.values(), reduction, grad_target)
+    assert status == expected and (executor is None) == (expected != 0)
+    np.testing.assert_array_equal(grad_target, before)
+    try:
+        ops.binary_cross_entropy_with_logits_target_backward(*tensors.values(), reduction,
+                                                             out=grad_target)
+        assert expected == 0
+    except ops.AclnnError as err:
+        assert err.status == expected
+        np.testing.assert_array_equal(grad_target, before)
+
+
+@settings(max_examples=60, deadline=None)
+@given(valid_calls())
+def test_target_gradient_with_pos_weight_property(c):
+    p = c["pos_weight"]
+    if p is None:
+        return
+    r = c["reduction"]
+    out = ops.binary_cross_entropy_with_logits_target_backward(c["grad"], c["logits"],
+                                                              c["target"], None, p, r)
+    ref = ops.bce_with_logits_target_backward_reference(c["grad"], c["logits"], c["target"],
+                                                        None, p, r)
+    x = np.broadcast_to(c["logits"].astype(np.float64), ref.shape)
+    pw = np.broadcast_to(p.astype(np.float64), ref.shape)
+    g = np.broadcast_to(np.abs(c["grad"].astype(np.float64)), ref.shape)
+    terms = np.abs(pw - 1) * np.log1p(np.exp(-np.abs(x))) + np.abs(np.where(x >= 0, x, pw * x))
+    scale = g * terms / (max(ref.size, 1) if r in ("mean", 1) else 1)
+    tolerance = 8 * 2.0**-24 * scale + 4 * ulp(ref, out.dtype)
+    assert np.all(np.abs(out.astype(np.float64) - ref) <= tolerance)
