@@ -124,7 +124,7 @@ OPS: dict[str, OpDef] = {
         OpDef("abs", 1, "abs", "tl.abs({0})", ("float", "int"), "same", _unary(np.abs)),
         OpDef("exp", 1, "exp", "tl.exp({0})", _FLOAT, "same", _in_fp32(np.exp)),
         OpDef("log", 1, "log", "tl.log({0})", _FLOAT, "same", _in_fp32(np.log)),
-        OpDef("log1p", 1, "log1p", "tl.log1p({0})", _FLOAT, "same", _in_fp32(np.log1p)),
+        OpDef("log1p", 1, "log1p", "libdevice.log1p({0})", _FLOAT, "same", _in_fp32(np.log1p)),
         OpDef("sqrt", 1, "sqrt", "tl.sqrt({0})", _FLOAT, "same", _in_fp32(np.sqrt)),
         OpDef("sigmoid", 1, "sigmoid", "tl.sigmoid({0})", _FLOAT, "same", _in_fp32(_sigmoid)),
         OpDef("where", 3, "where", "tl.where({0}, {1}, {2})", _NUM, "same",

@@ -1,0 +1,269 @@
+"""The compile driver: specialized IR -> Triton source -> TTIR -> Linalg -> HIVM.
+
+Stages (each timed, each failure reported with its stage name and, where the
+toolchain gives a location in the generated file, the user's kernel line):
+
+1. ``triton``: ``lowering.triton_codegen`` writes the source, content-addressed,
+   into the cache folder (``DSL_CACHE_DIR``, default ``~/.cache/ascend-dsl``) and
+   imports it (``triton.jit`` needs a real file).
+2. ``ttir``: triton-ascend's ``ASTSource.make_ir`` and ``make_ttir``.
+3. ``linalg``: triton-ascend's ``ttir_to_linalg`` (runs ``triton-adapter-opt``).
+4. ``hivm``: ``bishengir-compile`` (ascendnpu-ir) in a fresh temp folder with
+   ``--save-temps``. Without CANN it exits 1 with "External hivmc run fails" after
+   writing ``module.hivm.opt.mlir``: that file is the stage's output. A real error
+   (for example a UB overflow) leaves no such file.
+5. ``npubin``: CANN's ``hivmc``; only on an Ascend host, reported as skipped here.
+
+Before stage 2 the UB need of the specialization is estimated
+(``lowering.ub``); a kernel that would overflow the target's UB is refused with
+the project's own error, never sent to the backend. After stage 4 the real UB use
+is read off the HIVM.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dsl.errors import DSLError, SourceLoc
+from dsl.ir import Function
+from lowering import ub
+from lowering.targets import Target
+from lowering.triton_codegen import GeneratedKernel, generate
+
+
+class LoweringError(DSLError):
+    """A lowering stage failed. ``stage`` names it; ``loc`` is the user's kernel line
+    when the toolchain reported a location in the generated code."""
+
+    def __init__(self, stage: str, message: str, loc: SourceLoc | None = None) -> None:
+        self.stage = stage
+        self.loc = loc
+        where = f"\n{loc}: in your kernel:\n{loc.excerpt()}" if loc else ""
+        super().__init__(f"lowering stage '{stage}' failed: {message.strip()}{where}")
+
+
+class ToolchainMissing(LoweringError):
+    """triton-ascend or ascendnpu-ir is not installed."""
+
+
+@dataclass
+class StageReport:
+    name: str
+    ok: bool
+    seconds: float
+    size: int  # characters of the stage's output
+    note: str = ""
+
+
+@dataclass
+class LoweredKernel:
+    """Every stage's output for one specialization on one target."""
+
+    name: str
+    target: Target
+    generated: GeneratedKernel
+    ttir: str
+    linalg: str
+    hivm: str
+    stages: list[StageReport]
+    ub_estimate: ub.UBEstimate
+    ub_measured_bytes: int
+    ub_capacity_bytes: int
+    source_path: Path
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def triton(self) -> str:
+        return self.generated.source
+
+    def stage_table(self) -> str:
+        """The stages as a table: stage, ok, time, size."""
+        rows = [f"{'stage':<8} {'ok':<4} {'time':>10} {'size':>10}  note"]
+        for s in self.stages:
+            rows.append(f"{s.name:<8} {'yes' if s.ok else 'no':<4} {s.seconds * 1e3:>8.1f}ms "
+                        f"{s.size:>10}  {s.note}")
+        return "\n".join(rows)
+
+    def ub_report(self) -> str:
+        est, real, cap = self.ub_estimate.bytes, self.ub_measured_bytes, self.ub_capacity_bytes
+        ratio = f"{est / real:.2f}x" if real else "n/a"
+        return (f"UB: estimate {est} B, measured {real} B (high-water mark of UB pointer_casts), "
+                f"capacity {cap} B; estimate/measured {ratio}")
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("DSL_CACHE_DIR") or os.path.join(Path.home(), ".cache", "ascend-dsl")
+    return Path(root)
+
+
+def toolchain() -> tuple[Any, Path]:
+    """(triton-ascend backend class, bishengir-compile path); ToolchainMissing if absent."""
+    try:
+        import triton.backends as backends
+
+        backend = backends.backends["ascend"].compiler
+    except Exception as exc:  # ImportError, KeyError: not installed or broken
+        raise ToolchainMissing("toolchain", f"triton-ascend is not usable ({exc}); install "
+                               "the 'npu' extra: pip install '.[npu]'") from None
+    spec = importlib.util.find_spec("ascendnpuir")
+    if spec is None or not spec.submodule_search_locations:
+        raise ToolchainMissing("toolchain", "ascendnpu-ir is not installed; install the 'npu' "
+                               "extra: pip install '.[npu]'")
+    compiler = Path(list(spec.submodule_search_locations)[0]) / "bin" / "bishengir-compile"
+    if not compiler.exists():
+        raise ToolchainMissing("toolchain", f"bishengir-compile not found at {compiler}")
+    return backend, compiler
+
+
+def toolchain_versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    parts = []
+    for dist in ("triton-ascend", "ascendnpu-ir"):
+        try:
+            parts.append(f"{dist}=={version(dist)}")
+        except PackageNotFoundError:
+            parts.append(f"{dist}=missing")
+    return ",".join(parts)
+
+
+def write_source(kernel: GeneratedKernel, root: Path) -> Path:
+    """Write the generated source content-addressed (atomically); return its path."""
+    folder = root / "triton"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{kernel.name}_{kernel.digest[:20]}.py"
+    if not path.exists() or path.read_text() != kernel.source:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(kernel.source)
+        os.replace(tmp, path)
+    return path
+
+
+def import_kernel(path: Path, name: str) -> Any:
+    module_name = f"ascend_dsl_generated_{path.stem}"
+    module = sys.modules.get(module_name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+_LOC = re.compile(r'loc\("([^"]+)":(\d+):(\d+)\)')
+
+
+def user_location(text: str, kernel: GeneratedKernel, path: Path) -> SourceLoc | None:
+    """The user's source line for the first location in ``text`` that points into the
+    generated file."""
+    for file, line, _col in _LOC.findall(text):
+        if Path(file).name == path.name:
+            return kernel.line_map.get(int(line))
+    match = re.search(r"\bat (\d+):(\d+):", text)  # Triton's CompilationError, from the def
+    if match:
+        return kernel.line_map.get(kernel.def_line + int(match.group(1)) - 1)
+    return None
+
+
+def lower(fn: Function, target: Target, root: Path | None = None) -> LoweredKernel:
+    """Run every stage up to HIVM for a specialized kernel on ``target``."""
+    if not target.lowerable:
+        raise LoweringError("target", f"{target.name} cannot be lowered with this toolchain "
+                            f"({target.source})")
+    backend_cls, bishengir = toolchain()
+    root = root or cache_dir()
+    stages: list[StageReport] = []
+
+    start = time.perf_counter()
+    kernel = generate(fn)
+    path = write_source(kernel, root)
+    jit_fn = import_kernel(path, kernel.name)
+    stages.append(StageReport("triton", True, time.perf_counter() - start, len(kernel.source)))
+
+    estimate = ub.estimate(fn)
+    capacity = target.ub_bytes or 0
+    if capacity and estimate.bytes > capacity:
+        raise ub.UBOverflowError(fn.name, target, estimate)
+
+    from triton._C.libtriton import ir
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import ASTSource
+
+    gpu_target = GPUTarget("npu", target.name, target.vector_cores or 1)
+    backend = backend_cls(gpu_target)
+    options = backend.parse_options({})
+    metadata = {"hash": kernel.digest, "target": gpu_target, **options.__dict__}
+    pipeline: dict[str, Any] = {}
+    backend.add_stages(pipeline, options)
+
+    def run_stage(name: str, action: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            output = action()
+        except LoweringError:
+            raise
+        except subprocess.CalledProcessError as exc:
+            detail = (exc.stderr or b"").decode(errors="replace")
+            raise LoweringError(name, detail[-4000:], user_location(detail, kernel, path)) \
+                from None
+        except Exception as exc:
+            text = f"{type(exc).__name__}: {exc}"
+            raise LoweringError(name, text[-4000:], user_location(text, kernel, path)) from None
+        stages.append(StageReport(name, True, time.perf_counter() - began, len(str(output))))
+        return output
+
+    def make_ttir() -> Any:
+        context = ir.context()
+        ir.load_dialects(context)
+        backend.load_dialects(context)
+        source = ASTSource(jit_fn, kernel.signature, constants={})
+        module = source.make_ir(options, backend.get_codegen_implementation(),
+                                backend.get_module_map(), context)
+        return pipeline["ttir"](module, metadata)
+
+    ttir_module = run_stage("ttir", make_ttir)
+    ttir = str(ttir_module)
+    linalg = run_stage("linalg", lambda: pipeline["ttadapter"](ttir_module, metadata))
+    hivm = run_stage("hivm", lambda: run_bishengir(bishengir, linalg, target, kernel, path))
+    stages.append(StageReport("npubin", False, 0.0, 0,
+                              "skipped: CANN's hivmc is needed (Ascend host only)"))
+    measured = ub.measured_bytes(hivm)
+    capacity = ub.capacity_bytes(hivm) or capacity
+    return LoweredKernel(fn.name, target, kernel, ttir, linalg, hivm, stages, estimate, measured,
+                         capacity, path)
+
+
+def run_bishengir(bishengir: Path, linalg: str, target: Target, kernel: GeneratedKernel,
+                  path: Path) -> str:
+    """bishengir-compile to HIVM; returns the HIVM text (see the module doc)."""
+    work = Path(tempfile.mkdtemp(prefix="ascend-dsl-bishengir-"))
+    try:
+        source = work / "kernel.linalg.mlir"
+        source.write_text(linalg)
+        temps = work / "temps"
+        temps.mkdir()
+        command = [str(bishengir), str(source), f"--target={target.name}",
+                   "--enable-hfusion-compile=true", "--enable-hivm-compile=true",
+                   "--enable-triton-kernel-compile=true", "--enable-auto-multi-buffer=True",
+                   "--enable-auto-bind-sub-block=True", f"--save-temps={temps}",
+                   "-o", str(work / "kernel")]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        hivm = temps / "module.hivm.opt.mlir"
+        if hivm.exists():
+            return hivm.read_text()
+        detail = (done.stderr or done.stdout)[-4000:]
+        raise LoweringError("hivm", detail or f"bishengir-compile exited {done.returncode}",
+                            user_location(detail, kernel, path))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

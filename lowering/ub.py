@@ -1,0 +1,135 @@
+"""Unified Buffer (UB) use: an estimate before compiling, the real use after.
+
+Estimate (from the IR, before anything is sent to the backend): the peak number of
+bytes of block values alive at once in the kernel, found by a linear scan over
+each block in program order (a value lives from its definition to its last use;
+uses inside a loop body keep outer values alive across the loop). Loads and
+stores move data through UB staging buffers that bishengir double-buffers
+(``--enable-auto-multi-buffer``), so each load and store adds a second copy of its
+tile. Scalars and constants cost nothing (they are splatted on the fly).
+
+Measurement (after compiling): the high-water mark of the UB ``pointer_cast``s in
+the final HIVM (``hivm.hir.pointer_cast(%c<offset>_i64) : memref<... ,
+#hivm.address_space<ub>>``: offset plus buffer size), and the capacity from the
+module's ``UB_SIZE`` device-spec entry (bits).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from math import prod
+
+from dsl.errors import DSLError
+from dsl.ir import Block, Function, Value
+
+_ELEMENT_BITS = {"f32": 32, "f16": 16, "bf16": 16, "f64": 64, "i1": 8, "i8": 8, "i16": 16,
+                 "i32": 32, "i64": 64}
+_POINTER_CAST = re.compile(r"hivm\.hir\.pointer_cast\(([^)]*)\)\s*:\s*memref<([^>]*?),\s*"
+                           r"#hivm\.address_space<ub>>")
+_UB_SIZE = re.compile(r'"UB_SIZE",\s*(\d+)')
+
+
+@dataclass(frozen=True)
+class UBBuffer:
+    what: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class UBEstimate:
+    """Estimated peak UB bytes and the buffers live at the peak."""
+
+    bytes: int
+    buffers: tuple[UBBuffer, ...]
+
+    def describe(self) -> str:
+        return ", ".join(f"{b.what} {b.bytes} B" for b in self.buffers)
+
+
+class UBOverflowError(DSLError):
+    """A specialization's estimated UB need exceeds the target's UB; it was not sent
+    to the backend."""
+
+    def __init__(self, kernel: str, target: object, estimate: UBEstimate) -> None:
+        self.estimate = estimate
+        capacity = getattr(target, "ub_bytes", None)
+        super().__init__(
+            f"kernel '{kernel}' needs about {estimate.bytes} bytes of Unified Buffer but "
+            f"{getattr(target, 'name', target)} has {capacity}: live at the peak are "
+            f"{estimate.describe()}. Use a smaller block size.")
+
+
+def _bytes(v: Value) -> int:
+    shape = v.type.shape
+    return prod(shape) * max(v.type.dtype.itemsize, 1) if shape else 0
+
+
+def _describe(v: Value, kind: str) -> str:
+    return f"{kind} {v.type}"
+
+
+def estimate(fn: Function) -> UBEstimate:
+    """Peak bytes of simultaneously live block values, staging buffers doubled."""
+    best: tuple[int, tuple[UBBuffer, ...]] = (0, ())
+
+    def scan(block: Block, outer_live: dict[int, UBBuffer]) -> None:
+        nonlocal best
+        last_use: dict[int, int] = {}
+        for i, op in enumerate(block.ops):
+            used = [v.uid for v in op.operands]
+            for region in op.regions:
+                for nested in _walk(region):
+                    used.extend(v.uid for v in nested.operands)
+            for uid in used:
+                last_use[uid] = i
+        live = dict(outer_live)
+        for i, op in enumerate(block.ops):
+            for region in op.regions:
+                scan(region, live)
+            for r in op.results:
+                size = _bytes(r)
+                if size and op.kind != "const":
+                    copies = 2 if op.kind == "load" else 1
+                    live[r.uid] = UBBuffer(_describe(r, op.kind), size * copies)
+            if op.kind == "store":
+                value = op.operands[3]
+                live[-op.results.__len__() - id(op)] = UBBuffer(
+                    _describe(value, "store staging"), _bytes(value))
+            total = sum(b.bytes for b in live.values())
+            if total > best[0]:
+                best = (total, tuple(live.values()))
+            for uid in [u for u in live if u in last_use and last_use[u] <= i]:
+                del live[uid]
+            for key in [k for k in live if k < 0]:
+                del live[key]
+
+    scan(fn.body, {})
+    return UBEstimate(best[0], best[1])
+
+
+def _walk(block: Block):
+    for op in block.ops:
+        yield op
+        for region in op.regions:
+            yield from _walk(region)
+
+
+def measured_bytes(hivm: str) -> int:
+    """High-water mark of the UB buffers planned in a HIVM module."""
+    high = 0
+    for operands, memref in _POINTER_CAST.findall(hivm):
+        offsets = [int(m) for m in re.findall(r"%c(\d+)_i64", operands)]
+        *dims, element = memref.split("x")
+        if any(not d.isdigit() for d in dims) or element not in _ELEMENT_BITS:
+            continue
+        size = prod(int(d) for d in dims) * _ELEMENT_BITS[element] // 8
+        for offset in offsets:
+            high = max(high, offset + size)
+    return high
+
+
+def capacity_bytes(hivm: str) -> int | None:
+    """UB capacity from the module's device spec (UB_SIZE is in bits)."""
+    match = _UB_SIZE.search(hivm)
+    return int(match.group(1)) // 8 if match else None
