@@ -13,6 +13,7 @@ from dsl.errors import (
     OutOfBoundsError,
     SourceLoc,
 )
+from dsl.frontend import ScalarSpec, TensorSpec, tensor_spec
 from dsl.jit import JITFunction, jit
 from dsl.language import (
     abs,
@@ -51,5 +52,5 @@ __all__ = [
     "exp", "full", "load", "log", "log1p", "max", "maximum", "min", "minimum",
     "num_programs", "program_id", "range", "sigmoid", "sqrt", "static_assert",
     "static_range", "store", "sum", "tile_range", "where", "zeros", "TensorView", "as_view",
-    "broadcast_to",
+    "broadcast_to", "ScalarSpec", "TensorSpec", "tensor_spec",
 ]

@@ -154,6 +154,22 @@ class ConstSpec:
 ArgSpec = TensorSpec | ScalarSpec | ConstSpec
 
 
+def tensor_spec(dtype: DType | str, layout: str = "contiguous", index_bits: int = 32) -> TensorSpec:
+    """A placeholder for a tensor argument, to lower a kernel without data:
+    ``layout`` is "contiguous", "scalar" or "strided[<s>,...]" where each entry is
+    0, 1 or ``s`` (a runtime stride), optionally followed by "+base"."""
+    if isinstance(dtype, str):
+        dtype = dt.by_name(dtype)
+    if layout in ("contiguous", "scalar"):
+        return TensorSpec(dtype, Layout(layout, index_bits=index_bits))
+    body = layout.removeprefix("strided[")
+    if body == layout or "]" not in body:
+        raise ValueError(f"bad layout {layout!r}")
+    pattern, _, rest = body.partition("]")
+    strides = tuple(None if s.strip() == "s" else int(s) for s in pattern.split(","))
+    return TensorSpec(dtype, Layout("strided", strides, rest == "+base", index_bits))
+
+
 # ----------------------------------------------------------------------------- helpers
 
 

@@ -91,7 +91,9 @@ class JITFunction:
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
         self.source = KernelSource.parse(fn)
+        self.source_text = inspect.getsource(fn)
         self._cache: dict[tuple, Function] = {}
+        self.lowered: dict[tuple, Any] = {}  # lowering results, see lowering.blocking
         functools.update_wrapper(self, fn)
 
     @property
@@ -115,6 +117,12 @@ class JITFunction:
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]
              ) -> tuple[dict[str, ArgSpec], dict[str, Any]]:
         """Check arguments against the signature; return (specs, runtime values)."""
+        specs, values, _ = self._bind(args, kwargs)
+        return specs, values
+
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+              ) -> tuple[dict[str, ArgSpec], dict[str, Any], set[str]]:
+        """``bind``, plus the names of the block sizes the launcher chose."""
         sig = inspect.Signature(self.source.params)
         blocks = self.source.block_size_params
         try:
@@ -142,6 +150,8 @@ class JITFunction:
                 specs[p.name] = ConstSpec(value)
             elif value is None:
                 specs[p.name] = ConstSpec(None)
+            elif isinstance(value, (TensorSpec, ScalarSpec)):  # a placeholder: lower() only
+                specs[p.name] = value
             elif _is_tensor(value):
                 try:
                     view = as_view(value)
@@ -159,11 +169,11 @@ class JITFunction:
                 specs[p.name] = spec
                 values[p.name] = value
         largest = max((v.numel for v in values.values() if isinstance(v, TensorView)), default=1)
-        for name in blocks:
-            if name not in specs:
-                specs[name] = ConstSpec(interpreter_block_size(largest))
+        chosen = {name for name in blocks if name not in specs}
+        for name in chosen:
+            specs[name] = ConstSpec(interpreter_block_size(largest))
         ordered = {p.name: specs[p.name] for p in self.source.params}
-        return ordered, values
+        return ordered, values, chosen
 
     def specialize(self, specs: dict[str, ArgSpec]) -> Function:
         """The IR of one specialization, built on first use and cached in memory."""
@@ -181,6 +191,23 @@ class JITFunction:
             return self.specialize(specs)
         except DSLCompileError as err:
             raise _without_compiler_frames(err) from None
+
+    def lower(self, *args: Any, target: str | None = None, **kwargs: Any) -> Any:
+        """Lower one specialization to HIVM for ``target`` (default Ascend910B4).
+
+        Arguments are given as for a launch: arrays, views or ``dsl.tensor_spec``
+        placeholders for tensors, numbers for scalars, values for constexprs. A
+        ``dsl.block_size`` parameter left out is chosen to fit the target's UB.
+        Returns a ``lowering.compiler.LoweredKernel`` (Triton source, TTIR, Linalg,
+        HIVM, stage timings, UB estimate and measured use)."""
+        from lowering.blocking import lower_specialization
+        from lowering.targets import get_target
+
+        try:
+            specs, _, chosen = self._bind(args, kwargs)
+        except DSLCompileError as err:
+            raise _without_compiler_frames(err) from None
+        return lower_specialization(self, specs, chosen, get_target(target))
 
     # -- launch
 

@@ -76,7 +76,7 @@ class LoweredKernel:
     linalg: str
     hivm: str
     stages: list[StageReport]
-    ub_estimate: ub.UBEstimate
+    ub_estimate_bytes: int
     ub_measured_bytes: int
     ub_capacity_bytes: int
     source_path: Path
@@ -95,7 +95,7 @@ class LoweredKernel:
         return "\n".join(rows)
 
     def ub_report(self) -> str:
-        est, real, cap = self.ub_estimate.bytes, self.ub_measured_bytes, self.ub_capacity_bytes
+        est, real, cap = self.ub_estimate_bytes, self.ub_measured_bytes, self.ub_capacity_bytes
         ratio = f"{est / real:.2f}x" if real else "n/a"
         return (f"UB: estimate {est} B, measured {real} B (high-water mark of UB pointer_casts), "
                 f"capacity {cap} B; estimate/measured {ratio}")
@@ -176,8 +176,12 @@ def user_location(text: str, kernel: GeneratedKernel, path: Path) -> SourceLoc |
     return None
 
 
-def lower(fn: Function, target: Target, root: Path | None = None) -> LoweredKernel:
-    """Run every stage up to HIVM for a specialized kernel on ``target``."""
+def lower(fn: Function, target: Target, root: Path | None = None,
+          ub_estimate: int | None = None) -> LoweredKernel:
+    """Run every stage up to HIVM for a specialized kernel on ``target``.
+
+    ``ub_estimate`` (bytes) is checked against the target's UB before anything is
+    sent to the backend; without it the static liveness estimate is used."""
     if not target.lowerable:
         raise LoweringError("target", f"{target.name} cannot be lowered with this toolchain "
                             f"({target.source})")
@@ -191,10 +195,11 @@ def lower(fn: Function, target: Target, root: Path | None = None) -> LoweredKern
     jit_fn = import_kernel(path, kernel.name)
     stages.append(StageReport("triton", True, time.perf_counter() - start, len(kernel.source)))
 
-    estimate = ub.estimate(fn)
+    live = ub.static_estimate(fn)
+    estimate = live.bytes if ub_estimate is None else ub_estimate
     capacity = target.ub_bytes or 0
-    if capacity and estimate.bytes > capacity:
-        raise ub.UBOverflowError(fn.name, target, estimate)
+    if capacity and estimate > capacity:
+        raise ub.UBOverflowError(fn.name, target, estimate, None, live)
 
     from triton._C.libtriton import ir
     from triton.backends.compiler import GPUTarget
