@@ -30,6 +30,7 @@ from dsl import dtypes as dt
 from dsl.errors import DSLCompileError, DSLLaunchError
 from dsl.frontend import ArgSpec, ConstSpec, KernelSource, ScalarSpec, TensorSpec, build_ir
 from dsl.ir import Function, Param
+from dsl.passes import optimize
 from dsl.views import TensorView, as_view, is_torch_tensor
 
 # Ascend910B4 has 20 AI cores with 2 vector cores each; the launcher's default grid
@@ -180,7 +181,7 @@ class JITFunction:
         key = tuple(specs.items())
         fn = self._cache.get(key)
         if fn is None:
-            fn = build_ir(self.source, specs)
+            fn = optimize(build_ir(self.source, specs))
             self._cache[key] = fn
         return fn
 

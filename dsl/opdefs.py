@@ -135,3 +135,35 @@ OPS: dict[str, OpDef] = {
 # Ops whose fp16/bf16 operands are computed in fp32 (Triton has no native 16-bit
 # division or remainder); see rule 4 in dsl.semantic.
 COMPUTE_IN_FP32_WHEN_16BIT = frozenset({"truediv", "mod"})
+
+
+_FP16_MIN_NORMAL = 2.0**-14
+
+
+def _to_float16(x: np.ndarray) -> np.ndarray:
+    """Round float32/float64 to float16, nearest even, like ``astype``. NumPy's own
+    cast is ~20x slower for results in float16's subnormal range, so those are built
+    from their bits: a subnormal float16 is m * 2**-24 with m = rint(|x| * 2**24)
+    (m = 1024 is the smallest normal, 2**-14, whose bits are also 1024)."""
+    magnitude = np.abs(x)
+    tiny = magnitude < _FP16_MIN_NORMAL
+    if not tiny.any():
+        return x.astype(np.float16)
+    normal = np.where(tiny, 0, x).astype(np.float16).view(np.uint16)
+    mantissa = np.rint(np.minimum(magnitude, _FP16_MIN_NORMAL) * 2.0**24).astype(np.uint16)
+    subnormal = mantissa | (np.signbit(x).astype(np.uint16) << np.uint16(15))
+    return np.where(tiny, subnormal, normal).view(np.float16)
+
+
+def cast_array(x: np.ndarray, dtype: DType) -> np.ndarray:
+    """The ``cast`` op (rule 9 of dsl.semantic): round to nearest even between floats,
+    truncation toward zero from float to int, ``!= 0`` to int1."""
+    if dtype.is_bool:
+        return x != 0
+    if dtype.np == np.float16 and x.dtype in (np.float32, np.float64):
+        return _to_float16(x)
+    if dtype.is_int and x.dtype.kind not in "biu":  # from a float type (bf16 included)
+        with np.errstate(invalid="ignore"):
+            return np.trunc(x.astype(np.float64)).astype(dtype.np)
+    with np.errstate(over="ignore"):
+        return x.astype(dtype.np)

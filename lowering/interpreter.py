@@ -46,10 +46,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dsl.dtypes import DType
 from dsl.errors import DSLRuntimeError
 from dsl.ir import Block, Function, Op, Value, walk_block
-from dsl.opdefs import OPS
+from dsl.opdefs import OPS, cast_array
 from lowering.buffers import scratch
 from lowering.lanes import LaneMask, Lanes, materialize, take_rows
 from lowering.memory import AccessSite, StoreJournal, check_bounds, load
@@ -115,37 +114,6 @@ class Frame:
     @property
     def size(self) -> int:
         return self.pid.shape[0]
-
-
-_FP16_MIN_NORMAL = 2.0**-14
-
-
-def _to_float16(x: np.ndarray) -> np.ndarray:
-    """Round float32/float64 to float16, nearest even, like ``astype``. NumPy's own
-    cast is ~20x slower for results in float16's subnormal range, so those are built
-    from their bits: a subnormal float16 is m * 2**-24 with m = rint(|x| * 2**24)
-    (m = 1024 is the smallest normal, 2**-14, whose bits are also 1024)."""
-    magnitude = np.abs(x)
-    tiny = magnitude < _FP16_MIN_NORMAL
-    if not tiny.any():
-        return x.astype(np.float16)
-    normal = np.where(tiny, 0, x).astype(np.float16).view(np.uint16)
-    mantissa = np.rint(np.minimum(magnitude, _FP16_MIN_NORMAL) * 2.0**24).astype(np.uint16)
-    subnormal = mantissa | (np.signbit(x).astype(np.uint16) << np.uint16(15))
-    return np.where(tiny, subnormal, normal).view(np.float16)
-
-
-def _cast(x: np.ndarray, dtype: DType) -> np.ndarray:
-    """Rule 9 of dsl.semantic: RNE between floats, truncation float->int, != 0 to int1."""
-    if dtype.is_bool:
-        return x != 0
-    if dtype.np == np.float16 and x.dtype in (np.float32, np.float64):
-        return _to_float16(x)
-    if dtype.is_int and x.dtype.kind not in "biu":  # from a float type (bf16 included)
-        with np.errstate(invalid="ignore"):
-            return np.trunc(x.astype(np.float64)).astype(dtype.np)
-    with np.errstate(over="ignore"):
-        return x.astype(dtype.np)
 
 
 def _max_block(block: Block, nested: bool) -> int:
@@ -372,7 +340,7 @@ class Interpreter:
             np.copyto(out, arr, casting="unsafe")
             frame.set(op.result, out)
         else:
-            frame.set(op.result, _cast(arr, target))
+            frame.set(op.result, cast_array(arr, target))
         frame.owned.add(op.result.uid)
 
     def op_broadcast(self, op: Op, frame: Frame) -> None:

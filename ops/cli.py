@@ -109,6 +109,67 @@ def demo(batch: int, classes: int, seed: int, out: Any = sys.stdout) -> int:
     return failures
 
 
+# Operator -> (kernel, argument builder for a dtype). Layouts are the common case of
+# each operator: scalar gradOutput, contiguous operands, per-channel weights.
+def _compile_specs(op: str, dtype: str, weight: bool, pos_weight: bool) -> tuple[Any, tuple, dict]:
+    import dsl
+
+    t = dsl.tensor_spec(dtype)
+    scalar = dsl.tensor_spec(dtype, "scalar")
+    channel = dsl.tensor_spec(dtype, "strided[0,1]")
+    w = channel if weight else None
+    p = channel if pos_weight else None
+    if op == "bce_backward":
+        return ops.bce_backward_kernel, (scalar, t, t, w, t, 1 << 20, 1.0), \
+            {"HAS_WEIGHT": weight, "APPLY_SCALE": True}
+    if op == "bce_with_logits_target_backward":
+        return ops.bce_with_logits_target_backward_kernel, (scalar, t, w, p, t, 1 << 20, 1.0), \
+            {"HAS_WEIGHT": weight, "HAS_POS_WEIGHT": pos_weight, "APPLY_SCALE": True}
+    if op == "bce_with_logits_backward":
+        return ops.bce_with_logits_backward_kernel, (scalar, t, t, w, p, t, 1 << 20, 1.0), \
+            {"HAS_WEIGHT": weight, "HAS_POS_WEIGHT": pos_weight, "APPLY_SCALE": True}
+    raise SystemExit(f"unknown operator {op!r}; choose from {', '.join(COMPILABLE)}")
+
+
+COMPILABLE = ("bce_backward", "bce_with_logits_target_backward", "bce_with_logits_backward")
+
+
+def compile_command(op: str, target: str, dtype: str, emit: str, out_dir: str | None,
+                    weight: bool, pos_weight: bool, out: Any = sys.stdout) -> int:
+    """Lower one operator's kernel and print the stage table and UB figures."""
+    from lowering.compiler import LoweringError
+    from lowering.ub import UBOverflowError
+
+    kernel, args, kwargs = _compile_specs(op, dtype, weight, pos_weight)
+    try:
+        lowered = kernel.lower(*args, target=target, **kwargs)
+    except (LoweringError, UBOverflowError, ValueError) as err:
+        print(f"error: {err}", file=out)
+        return 1
+    print(f"{kernel.name} on {lowered.target.name}, {dtype}, "
+          f"BLOCK={lowered.extra.get('block')} (largest that fits the UB)", file=out)
+    print(lowered.stage_table(), file=out)
+    print(lowered.ub_report(), file=out)
+    texts = {"triton": lowered.triton, "ttir": lowered.ttir, "linalg": lowered.linalg,
+             "hivm": lowered.hivm}
+    suffix = {"triton": "py", "ttir": "ttir.mlir", "linalg": "linalg.mlir", "hivm": "hivm.mlir"}
+    for stage in filter(None, (e.strip() for e in emit.split(","))):
+        if stage not in texts:
+            print(f"error: --emit accepts {', '.join(texts)}; got {stage!r}", file=out)
+            return 2
+        if out_dir:
+            from pathlib import Path
+
+            folder = Path(out_dir)
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{kernel.name}.{suffix[stage]}"
+            path.write_text(texts[stage])
+            print(f"wrote {path}", file=out)
+        else:
+            print(f"\n// ---- {stage} ----\n{texts[stage]}", file=out)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ascend-dsl", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -116,10 +177,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo_parser.add_argument("--batch", type=int, default=256)
     demo_parser.add_argument("--classes", type=int, default=80)
     demo_parser.add_argument("--seed", type=int, default=0)
+    compile_parser = sub.add_parser("compile", help="lower an operator's kernel to HIVM")
+    compile_parser.add_argument("op", choices=COMPILABLE)
+    compile_parser.add_argument("--target", default="Ascend910B4")
+    compile_parser.add_argument("--dtype", default="float32",
+                                choices=["float32", "float16", "bfloat16"])
+    compile_parser.add_argument("--emit", default="",
+                                help="comma-separated stages to print or write: "
+                                     "triton,ttir,linalg,hivm")
+    compile_parser.add_argument("--out", default=None, help="folder for --emit files")
+    compile_parser.add_argument("--weight", action="store_true", help="with a weight operand")
+    compile_parser.add_argument("--pos-weight", action="store_true",
+                                help="with a pos_weight operand")
     args = parser.parse_args(argv)
     if args.command == "demo":
         return 1 if demo(args.batch, args.classes, args.seed) else 0
-    return 2
+    return compile_command(args.op, args.target, args.dtype, args.emit, args.out, args.weight,
+                           args.pos_weight)
 
 
 if __name__ == "__main__":

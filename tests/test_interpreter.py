@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import dsl
+from dsl import opdefs
 from lowering import interpreter
 
 BF16 = ml_dtypes.bfloat16
@@ -435,6 +436,6 @@ def test_fast_float16_cast_is_bit_identical_to_numpy():
     for values in (special, (rng.standard_normal(100_000) * 1e-6).astype(np.float32),
                    rng.standard_normal(100_000) * 1e-5, rng.standard_normal(100_000) * 1e3):
         with np.errstate(all="ignore"):
-            ours = interpreter._to_float16(values)
+            ours = opdefs._to_float16(values)
             theirs = values.astype(np.float16)
         np.testing.assert_array_equal(ours.view(np.uint16), theirs.view(np.uint16))
