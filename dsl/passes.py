@@ -317,15 +317,18 @@ def simplify_indices(fn: Function) -> None:
             for region in op.regions:
                 visit(region)
             if op.kind in ("load", "store"):
-                i += _simplify_offset(fn, block, op, ranges)
+                for position in (1, 2):  # the logical index and the physical offset
+                    i += _simplify_operand(block, op, position, ranges)
                 _drop_true_mask(op, ranges)
             i += 1
 
     visit(fn.body)
 
 
-def _simplify_offset(fn: Function, block: Block, op: Op, ranges: _Ranges) -> int:
-    offset = op.operands[2]
+def _simplify_operand(block: Block, op: Op, position: int, ranges: _Ranges) -> int:
+    """Rewrite ``op.operands[position]`` if sympy finds a smaller equal expression;
+    return the number of ops inserted before ``op``."""
+    offset = op.operands[position]
     if offset.owner is None or offset.owner.kind not in _LINEAR:
         return 0
     try:
@@ -343,9 +346,9 @@ def _simplify_offset(fn: Function, block: Block, op: Op, ranges: _Ranges) -> int
         return 0
     if len(printer.new_ops) >= _count_ops(offset, set()):
         return 0
-    position = block.ops.index(op)
-    block.ops[position:position] = printer.new_ops
-    op.operands[2] = new_offset
+    at = block.ops.index(op)
+    block.ops[at:at] = printer.new_ops
+    op.operands[position] = new_offset
     return len(printer.new_ops)
 
 

@@ -14,6 +14,33 @@ sys.path.insert(0, str(Path(__file__).parent))
 ORACLES_REQUIRED = bool(os.environ.get("CI") or os.environ.get("DSL_REQUIRE_ORACLES"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache(tmp_path_factory):
+    """Lowering caches go to a fresh folder: tests start cold and leave no trace."""
+    folder = tmp_path_factory.mktemp("ascend-dsl-cache")
+    previous = os.environ.get("DSL_CACHE_DIR")
+    os.environ["DSL_CACHE_DIR"] = str(folder)
+    yield folder
+    if previous is None:
+        os.environ.pop("DSL_CACHE_DIR", None)
+    else:
+        os.environ["DSL_CACHE_DIR"] = previous
+
+
+@pytest.fixture(scope="session")
+def toolchain():
+    """triton-ascend + ascendnpu-ir; skips on a laptop without them, fails in CI."""
+    from lowering.compiler import ToolchainMissing
+    from lowering.compiler import toolchain as find
+
+    try:
+        return find()
+    except ToolchainMissing as err:
+        if ORACLES_REQUIRED:
+            pytest.fail(f"the lowering toolchain is required in CI (pip install '.[npu]'): {err}")
+        pytest.skip(str(err))
+
+
 @pytest.fixture(scope="session")
 def torch():
     """The torch module; skips on a laptop without it, fails in CI."""
