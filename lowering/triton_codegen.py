@@ -153,6 +153,10 @@ class _Emitter:
     def op_broadcast(self, op: Op, indent: int) -> None:
         src = op.operands[0]
         expr = self.name(src)
+        if not src.shape:
+            # typed explicitly: Triton's interpreter runs loops in Python, so a loop
+            # variable is a plain int there (a no-op cast when compiled)
+            expr = f"tl.cast({expr}, {src.dtype.triton_name})"
         extra = op.result.type.rank - src.type.rank
         if src.type.rank and extra:
             expr = f"{expr}[{', '.join(['None'] * extra + [':'] * src.type.rank)}]"
