@@ -185,7 +185,7 @@ def lower(fn: Function, target: Target, root: Path | None = None,
     if not target.lowerable:
         raise LoweringError("target", f"{target.name} cannot be lowered with this toolchain "
                             f"({target.source})")
-    backend_cls, bishengir = toolchain()
+    toolchain()
     root = root or cache_dir()
     stages: list[StageReport] = []
 
@@ -201,6 +201,22 @@ def lower(fn: Function, target: Target, root: Path | None = None,
     if capacity and estimate > capacity:
         raise ub.UBOverflowError(fn.name, target, estimate, None, live)
 
+    ttir, linalg, hivm = compile_triton(jit_fn, kernel.signature, {}, target, stages,
+                                        kernel, path)
+    measured = ub.measured_bytes(hivm)
+    capacity = ub.capacity_bytes(hivm) or capacity
+    return LoweredKernel(fn.name, target, kernel, ttir, linalg, hivm, stages, estimate, measured,
+                         capacity, path)
+
+
+def compile_triton(jit_fn: Any, signature: dict[str, str], constants: dict[str, Any],
+                   target: Target, stages: list[StageReport],
+                   kernel: GeneratedKernel | None = None, path: Path | None = None
+                   ) -> tuple[str, str, str]:
+    """Stages 2-4 for any ``triton.jit`` function (generated or hand-written):
+    returns (TTIR, Linalg, HIVM) and appends a report per stage to ``stages``.
+    ``kernel`` and ``path`` map toolchain locations back to the user's kernel."""
+    backend_cls, bishengir = toolchain()
     from triton._C.libtriton import ir
     from triton.backends.compiler import GPUTarget
     from triton.compiler.compiler import ASTSource
@@ -208,9 +224,13 @@ def lower(fn: Function, target: Target, root: Path | None = None,
     gpu_target = GPUTarget("npu", target.name, target.vector_cores or 1)
     backend = backend_cls(gpu_target)
     options = backend.parse_options({})
-    metadata = {"hash": kernel.digest, "target": gpu_target, **options.__dict__}
+    digest = kernel.digest if kernel else jit_fn.__name__
+    metadata = {"hash": digest, "target": gpu_target, **options.__dict__}
     pipeline: dict[str, Any] = {}
     backend.add_stages(pipeline, options)
+
+    def locate(text: str) -> SourceLoc | None:
+        return user_location(text, kernel, path) if kernel and path else None
 
     def run_stage(name: str, action: Any) -> Any:
         began = time.perf_counter()
@@ -220,11 +240,10 @@ def lower(fn: Function, target: Target, root: Path | None = None,
             raise
         except subprocess.CalledProcessError as exc:
             detail = (exc.stderr or b"").decode(errors="replace")
-            raise LoweringError(name, detail[-4000:], user_location(detail, kernel, path)) \
-                from None
+            raise LoweringError(name, detail[-4000:], locate(detail)) from None
         except Exception as exc:
             text = f"{type(exc).__name__}: {exc}"
-            raise LoweringError(name, text[-4000:], user_location(text, kernel, path)) from None
+            raise LoweringError(name, text[-4000:], locate(text)) from None
         stages.append(StageReport(name, True, time.perf_counter() - began, len(str(output))))
         return output
 
@@ -232,7 +251,7 @@ def lower(fn: Function, target: Target, root: Path | None = None,
         context = ir.context()
         ir.load_dialects(context)
         backend.load_dialects(context)
-        source = ASTSource(jit_fn, kernel.signature, constants={})
+        source = ASTSource(jit_fn, signature, constants=constants)
         module = source.make_ir(options, backend.get_codegen_implementation(),
                                 backend.get_module_map(), context)
         return pipeline["ttir"](module, metadata)
@@ -240,17 +259,14 @@ def lower(fn: Function, target: Target, root: Path | None = None,
     ttir_module = run_stage("ttir", make_ttir)
     ttir = str(ttir_module)
     linalg = run_stage("linalg", lambda: pipeline["ttadapter"](ttir_module, metadata))
-    hivm = run_stage("hivm", lambda: run_bishengir(bishengir, linalg, target, kernel, path))
+    hivm = run_stage("hivm", lambda: run_bishengir(bishengir, linalg, target, locate))
     stages.append(StageReport("npubin", False, 0.0, 0,
                               "skipped: CANN's hivmc is needed (Ascend host only)"))
-    measured = ub.measured_bytes(hivm)
-    capacity = ub.capacity_bytes(hivm) or capacity
-    return LoweredKernel(fn.name, target, kernel, ttir, linalg, hivm, stages, estimate, measured,
-                         capacity, path)
+    return ttir, linalg, hivm
 
 
-def run_bishengir(bishengir: Path, linalg: str, target: Target, kernel: GeneratedKernel,
-                  path: Path) -> str:
+def run_bishengir(bishengir: Path, linalg: str, target: Target,
+                  locate: Any = lambda text: None) -> str:
     """bishengir-compile to HIVM; returns the HIVM text (see the module doc)."""
     work = Path(tempfile.mkdtemp(prefix="ascend-dsl-bishengir-"))
     try:
@@ -269,6 +285,6 @@ def run_bishengir(bishengir: Path, linalg: str, target: Target, kernel: Generate
             return hivm.read_text()
         detail = (done.stderr or done.stdout)[-4000:]
         raise LoweringError("hivm", detail or f"bishengir-compile exited {done.returncode}",
-                            user_location(detail, kernel, path))
+                            locate(detail))
     finally:
         shutil.rmtree(work, ignore_errors=True)

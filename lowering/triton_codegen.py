@@ -79,6 +79,10 @@ class _Emitter:
         self.counter = 0
         self.last_line: tuple[str, int] | None = None
         self.reserved = {p.user_name for p in fn.params} | {"tl", "triton", "libdevice"}
+        self.uses: dict[int, list[Op]] = {}
+        for op in fn.walk():
+            for v in op.operands:
+                self.uses.setdefault(v.uid, []).append(op)
 
     # -- names
 
@@ -93,6 +97,29 @@ class _Emitter:
             self.counter += 1
         self.names[v.uid] = name
         return name
+
+    def lanes_observed(self, value: Value, mask: Value) -> bool:
+        """False when the lanes ``mask`` turns off can never be seen: every use of
+        ``value``, followed through elementwise ops, casts and broadcasts, ends in
+        the stored value of a store under the same mask. Then a masked load's
+        ``other`` needs no select."""
+        work, seen = [value], set()
+        while work:
+            v = work.pop()
+            if v.uid in seen:
+                continue
+            seen.add(v.uid)
+            for use in self.uses.get(v.uid, []):
+                if use.kind == "store":
+                    stored_value = use.operands[3] is v
+                    if not (stored_value and use.attrs["masked"] and use.operands[4] is mask):
+                        return True
+                elif (use.kind in OPS and use.kind != "where") or use.kind in ("cast",
+                                                                               "broadcast"):
+                    work.extend(use.results)
+                else:
+                    return True
+        return False
 
     # -- output
 
@@ -194,7 +221,7 @@ class _Emitter:
             expr = f"tl.load({address})"
             if op.result.shape:
                 expr = f"tl.broadcast_to({expr}, {shape})"
-            if op.attrs["masked"]:
+            if op.attrs["masked"] and self.lanes_observed(op.result, op.operands[3]):
                 mask, other = (self.name(v) for v in op.operands[3:5])
                 expr = f"tl.where({mask}, {expr}, {other})"
         elif op.attrs["masked"]:

@@ -106,6 +106,36 @@ def demo(batch: int, classes: int, seed: int, out: Any = sys.stdout) -> int:
               f"{'interpreter':<11} {err:>8.2f} ulp {elapsed * 1e3:>7.2f} ms{mark}", file=out)
     print(f"\n{'all results within tolerance' if not failures else f'{failures} case(s) FAILED'}"
           " (error in ulps of the output dtype against the float64 reference)", file=out)
+    failures += lower_both(out)
+    return failures
+
+
+def lower_both(out: Any = sys.stdout) -> int:
+    """Lower both operators to HIVM on Ascend910B4 when the toolchain is installed;
+    print one row per kernel. Returns the number of failures."""
+    from lowering.compiler import LoweringError, ToolchainMissing, toolchain
+
+    try:
+        toolchain()
+    except ToolchainMissing as err:
+        print(f"\nlowering skipped: {err}", file=out)
+        return 0
+    print(f"\n{'kernel':<42} {'target':<12} {'dtype':<9} {'block':>6} "
+          f"{'UB estimate':>12} {'UB measured':>12} {'stages to HIVM':>15}", file=out)
+    failures = 0
+    for op in ("bce_backward", "bce_with_logits_target_backward"):
+        for dtype in ("float32", "bfloat16"):
+            kernel, args, kwargs = _compile_specs(op, dtype, weight=True, pos_weight=True)
+            try:
+                lowered = kernel.lower(*args, target="Ascend910B4", **kwargs)
+            except LoweringError as err:
+                failures += 1
+                print(f"{kernel.name:<42} FAILED: {err}", file=out)
+                continue
+            seconds = sum(s.seconds for s in lowered.stages)
+            print(f"{kernel.name:<42} {lowered.target.name:<12} {dtype:<9} "
+                  f"{lowered.extra['block']:>6} {lowered.ub_estimate_bytes:>10} B "
+                  f"{lowered.ub_measured_bytes:>10} B {seconds * 1e3:>12.1f} ms", file=out)
     return failures
 
 

@@ -16,7 +16,7 @@ def test_demo_table_lists_every_case_and_passes():
     assert failures == 0, text
     header = text.splitlines()[0].split()
     assert header[:5] == ["operator", "shape", "dtypes", "reduction", "backend"]
-    rows = [line for line in text.splitlines() if line.startswith("bce")]
+    rows = [line for line in text.splitlines() if line.startswith("bce") and "interpreter" in line]
     assert len(rows) == 9
     for dtype in ("fp32", "fp16", "bf16"):
         assert sum(f" {dtype} " in row for row in rows) == 3
@@ -41,3 +41,33 @@ def test_console_command_runs():
                              "--classes", "8"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "bce_with_logits_target_backward" in result.stdout
+
+
+def test_demo_lowers_both_operators(toolchain):
+    buffer = io.StringIO()
+    assert cli.lower_both(buffer) == 0
+    rows = [line for line in buffer.getvalue().splitlines() if "Ascend910B4" in line]
+    assert len(rows) == 4 and all(" B " in row for row in rows)
+
+
+def test_compile_command_prints_stages_and_writes_files(toolchain, tmp_path):
+    buffer = io.StringIO()
+    status = cli.compile_command("bce_backward", "Ascend910B4", "float16", "triton,hivm",
+                                 str(tmp_path), weight=True, pos_weight=False, out=buffer)
+    text = buffer.getvalue()
+    assert status == 0, text
+    for stage in ("triton", "ttir", "linalg", "hivm", "npubin"):
+        assert any(line.startswith(stage) for line in text.splitlines()), stage
+    assert "UB: estimate" in text and "measured" in text
+    assert (tmp_path / "bce_backward_kernel.py").read_text().startswith('"""Generated')
+    assert "hivm.hir" in (tmp_path / "bce_backward_kernel.hivm.mlir").read_text()
+
+
+def test_compile_command_reports_bad_input(toolchain):
+    buffer = io.StringIO()
+    assert cli.compile_command("bce_backward", "Ascend310P", "float32", "", None, False, False,
+                               out=buffer) == 1
+    assert "cannot be lowered" in buffer.getvalue()
+    buffer = io.StringIO()
+    assert cli.compile_command("bce_backward", "Ascend910B4", "float32", "llvm", None, False,
+                               False, out=buffer) == 2
