@@ -121,27 +121,43 @@ class JITFunction:
         specs, values, _ = self._bind(args, kwargs)
         return specs, values
 
-    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]
-              ) -> tuple[dict[str, ArgSpec], dict[str, Any], set[str]]:
-        """``bind``, plus the names of the block sizes the launcher chose."""
+    def signature_bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Arguments by parameter name (defaults applied; block sizes may be absent)."""
         sig = inspect.Signature(self.source.params)
-        blocks = self.source.block_size_params
         try:
             bound = sig.bind_partial(*args, **kwargs)
         except TypeError as exc:
             raise self._def_error(f"bad arguments for kernel {self.name}{sig}: {exc}") from None
         bound.apply_defaults()
+        return dict(bound.arguments)
+
+    def scalar_spec(self, name: str, value: Any) -> ScalarSpec:
+        """The specialization of a runtime scalar argument."""
+        spec = _scalar_spec(value)
+        if spec is None:
+            raise self._def_error(
+                f"argument {name!r}: expected a tensor, a number or None, got "
+                f"{type(value).__name__} (mark the parameter dsl.constexpr to pass "
+                "compile-time values)")
+        return spec
+
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+              ) -> tuple[dict[str, ArgSpec], dict[str, Any], set[str]]:
+        """``bind``, plus the names of the block sizes the launcher chose."""
+        sig = inspect.Signature(self.source.params)
+        blocks = self.source.block_size_params
+        arguments = self.signature_bind(args, kwargs)
         missing = [p.name for p in self.source.params
-                   if p.name not in bound.arguments and p.name not in blocks]
+                   if p.name not in arguments and p.name not in blocks]
         if missing:
             raise self._def_error(f"kernel {self.name}{sig} is missing argument(s): "
                                   + ", ".join(missing))
         specs: dict[str, ArgSpec] = {}
         values: dict[str, Any] = {}
         for p in self.source.params:
-            if p.name not in bound.arguments:
+            if p.name not in arguments:
                 continue  # a block size, chosen below
-            value = bound.arguments[p.name]
+            value = arguments[p.name]
             if p.name in self.source.constexpr_params:
                 try:
                     hash(value)
@@ -161,13 +177,7 @@ class JITFunction:
                 specs[p.name] = TensorSpec(view.dtype, view.coalesced().layout)
                 values[p.name] = view
             else:
-                spec = _scalar_spec(value)
-                if spec is None:
-                    raise self._def_error(
-                        f"argument {p.name!r}: expected a tensor, a number or None, got "
-                        f"{type(value).__name__} (mark the parameter dsl.constexpr to pass "
-                        "compile-time values)")
-                specs[p.name] = spec
+                specs[p.name] = self.scalar_spec(p.name, value)
                 values[p.name] = value
         largest = max((v.numel for v in values.values() if isinstance(v, TensorView)), default=1)
         chosen = {name for name in blocks if name not in specs}
@@ -213,6 +223,12 @@ class JITFunction:
     # -- launch
 
     def _launch(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Grid | None) -> None:
+        from lowering import npu
+
+        if not interpret_forced() and any(npu.is_npu_tensor(a)
+                                           for a in (*args, *kwargs.values())):
+            npu.launch(self, args, kwargs, grid)  # Ascend host only; see lowering.npu
+            return
         try:
             launch = self.prepare(args, kwargs, grid)
         except DSLCompileError as err:
@@ -252,7 +268,7 @@ class JITFunction:
             elif param.role == "scalar":
                 runtime.append(param.value.dtype.np.type(values[param.user_name]))
             else:
-                runtime.append(param.value.dtype.np.type(_hidden_value(tensors, param)))
+                runtime.append(param.value.dtype.np.type(hidden_value(tensors, param)))
         return Launch(fn, tuple(runtime), grid3, tensors)
 
     def _grid(self, grid: Grid | None, meta: dict[str, Any]) -> tuple[int, int, int]:
@@ -270,8 +286,9 @@ class JITFunction:
         return dims  # type: ignore[return-value]
 
 
-def _hidden_value(tensors: dict[str, BoundTensor], param: Param) -> int:
-    """Runtime value of a hidden layout parameter (a size, stride or base offset)."""
+def hidden_value(tensors: dict[str, Any], param: Param) -> int:
+    """Runtime value of a hidden layout parameter (a size, stride or base offset) from
+    the coalesced view of its tensor (anything with ``sizes``, ``strides``, ``base``)."""
     t = tensors[param.of or ""]
     if param.role == "size":
         return t.sizes[param.dim or 0]

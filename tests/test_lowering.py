@@ -276,3 +276,16 @@ def test_masked_scalar_load_keeps_its_select_only_when_lanes_are_observed():
     out = np.zeros(1, np.float32)
     masked_scalar_sum(g, out, 10)
     assert out[0] == 20.0
+
+
+def test_device_tensors_without_an_npu_get_a_clear_error(torch):
+    from lowering import npu
+
+    meta = torch.zeros(16, device="meta")
+    assert not npu.is_npu_tensor(meta) and not npu.is_npu_tensor(torch.zeros(2))
+    with pytest.raises(dsl.DSLLaunchError, match="tensor on device 'meta'"):
+        ops.bce_backward_kernel(meta, meta, meta, None, meta, 16, 1.0, HAS_WEIGHT=False,
+                                APPLY_SCALE=False)
+    with pytest.raises(dsl.DSLLaunchError, match="need torch_npu and CANN"):
+        npu.launch(ops.bce_backward_kernel, (meta,) * 3 + (None, meta, 16, 1.0),
+                   {"HAS_WEIGHT": False, "APPLY_SCALE": False}, None)
