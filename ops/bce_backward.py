@@ -14,6 +14,7 @@ from typing import Any
 
 import dsl
 from ops.chips import resolve_chip
+from ops.kernel_parts import store_gradient
 from ops.launch import operand, result, scale_of
 from ops.validation import Checked, check_bce_backward
 
@@ -32,11 +33,7 @@ def bce_backward_kernel(grad, x, y, w, out, n, scale,
         gv = dsl.load(grad, idx, mask).to(dsl.float32)
         d = dsl.maximum(xv * (1.0 - xv), EPSILON)
         r = gv * (xv - yv) / d
-        if HAS_WEIGHT:
-            r = r * dsl.load(w, idx, mask).to(dsl.float32)
-        if APPLY_SCALE:
-            r = r * scale
-        dsl.store(out, idx, r, mask)
+        store_gradient(out, idx, mask, r, w, scale, HAS_WEIGHT, APPLY_SCALE)
 
 
 def run(checked: Checked, grad_output: Any, input: Any, target: Any, weight: Any,

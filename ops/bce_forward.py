@@ -16,6 +16,7 @@ import numpy as np
 import dsl
 from ops import reduction as red
 from ops.chips import resolve_chip
+from ops.kernel_parts import store_loss
 from ops.launch import operand, result
 from ops.validation import BCE_FORWARD, Checked, validate
 
@@ -33,12 +34,7 @@ def bce_forward_kernel(x, y, w, out, partials, n, HAS_WEIGHT: dsl.constexpr,
         log_x = dsl.maximum(dsl.log(xv), LOG_CLAMP)
         log_1mx = dsl.maximum(dsl.log(1.0 - xv), LOG_CLAMP)
         loss = -(yv * log_x + (1.0 - yv) * log_1mx)
-        if HAS_WEIGHT:
-            loss = loss * dsl.load(w, idx, mask).to(dsl.float32)
-        if REDUCE:
-            dsl.store(partials, start // BLOCK, dsl.sum(dsl.where(mask, loss, 0.0), axis=0))
-        else:
-            dsl.store(out, idx, loss, mask)
+        store_loss(out, partials, start, idx, mask, loss, w, HAS_WEIGHT, REDUCE, BLOCK)
 
 
 def check(input: Any, target: Any, weight: Any, reduction: Any, out: Any,

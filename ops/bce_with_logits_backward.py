@@ -25,6 +25,7 @@ from typing import Any
 
 import dsl
 from ops.chips import resolve_chip
+from ops.kernel_parts import store_gradient
 from ops.launch import operand, result, scale_of
 from ops.validation import BCE_WITH_LOGITS_BACKWARD, Checked, check_bce_with_logits_target_backward, validate
 
@@ -47,11 +48,7 @@ def bce_with_logits_target_backward_kernel(grad, x, w, pw, out, n, scale,
             r = gv * ((pv - 1.0) * softplus_tail - linear)
         else:
             r = -xv * gv
-        if HAS_WEIGHT:
-            r = r * dsl.load(w, idx, mask).to(dsl.float32)
-        if APPLY_SCALE:
-            r = r * scale
-        dsl.store(out, idx, r, mask)
+        store_gradient(out, idx, mask, r, w, scale, HAS_WEIGHT, APPLY_SCALE)
 
 
 def run_target_backward(checked: Checked, grad_output: Any, input: Any, weight: Any,
@@ -100,11 +97,7 @@ def bce_with_logits_backward_kernel(grad, x, t, w, pw, out, n, scale,
             r = ((pt + 1.0 - tv) * dsl.sigmoid(xv) - pt) * gv
         else:
             r = (dsl.sigmoid(xv) - tv) * gv
-        if HAS_WEIGHT:
-            r = r * dsl.load(w, idx, mask).to(dsl.float32)
-        if APPLY_SCALE:
-            r = r * scale
-        dsl.store(out, idx, r, mask)
+        store_gradient(out, idx, mask, r, w, scale, HAS_WEIGHT, APPLY_SCALE)
 
 
 def check_input_backward(grad_output: Any, input: Any, target: Any, weight: Any, pos_weight: Any,

@@ -16,6 +16,7 @@ import dsl
 from ops import reduction as red
 from ops.bce_forward import loss_launch
 from ops.chips import resolve_chip
+from ops.kernel_parts import store_loss
 from ops.launch import operand, result
 from ops.validation import BCE_WITH_LOGITS_FORWARD, Checked, validate
 
@@ -36,12 +37,7 @@ def bce_with_logits_forward_kernel(x, t, w, pw, out, partials, n, HAS_WEIGHT: ds
         if HAS_POS_WEIGHT:
             positive = positive * dsl.load(pw, idx, mask).to(dsl.float32)
         loss = -(positive + (1.0 - tv) * logsig_neg)
-        if HAS_WEIGHT:
-            loss = loss * dsl.load(w, idx, mask).to(dsl.float32)
-        if REDUCE:
-            dsl.store(partials, start // BLOCK, dsl.sum(dsl.where(mask, loss, 0.0), axis=0))
-        else:
-            dsl.store(out, idx, loss, mask)
+        store_loss(out, partials, start, idx, mask, loss, w, HAS_WEIGHT, REDUCE, BLOCK)
 
 
 def check(input: Any, target: Any, weight: Any, pos_weight: Any, reduction: Any, out: Any,

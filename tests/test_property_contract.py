@@ -104,25 +104,28 @@ def test_every_operator_matches_its_reference(c):
 def invalid_calls(draw):
     """A call of binary_cross_entropy_backward with random defects."""
     shape = draw(shapes(3).filter(lambda s: 0 not in s))
-
-    def tensor(kind):
-        choice = draw(st.sampled_from(["ok", "ok", "ok", "none", "rank9", "dtype", "shape"]))
-        if kind == "input" and choice == "shape":
-            choice = "ok"
-        if choice == "none":
-            return None
-        if choice == "rank9":
-            return np.zeros((1,) * 9, np.float32)
-        if choice == "dtype":
-            return np.zeros(shape, draw(st.sampled_from(BAD_DTYPES)))
-        if choice == "shape":
-            return np.zeros(shape + (2,), np.float32)  # higher rank than input: never fits
-        return np.full(shape if kind != "weight" else shape[-1:], 0.5,
-                       draw(st.sampled_from(FLOATS)))
-
     reduction = draw(st.sampled_from(["mean", "sum", "none", 0, 2, 5, "avg", None, True]))
-    return {name: tensor(name) for name in ("grad_output", "input", "target", "weight")}, \
-        reduction, shape
+    tensors = {name: defective(draw, shape, name, broadcast=name == "weight")
+               for name in ("grad_output", "input", "target", "weight")}
+    return tensors, reduction, shape
+
+
+def defective(draw, shape, kind, broadcast):
+    """A tensor for argument ``kind`` that is fine most of the time, else None, of
+    rank 9, of an unsupported dtype or of a shape that never fits (``input`` keeps
+    its shape: it defines the others). ``broadcast`` draws a per-channel shape."""
+    choice = draw(st.sampled_from(["ok", "ok", "ok", "none", "rank9", "dtype", "shape"]))
+    if kind == "input" and choice == "shape":
+        choice = "ok"
+    if choice == "none":
+        return None
+    if choice == "rank9":
+        return np.zeros((1,) * 9, np.float32)
+    if choice == "dtype":
+        return np.zeros(shape, draw(st.sampled_from(BAD_DTYPES)))
+    if choice == "shape":
+        return np.zeros(shape + (2,), np.float32)  # higher rank than input: never fits
+    return np.full(shape[-1:] if broadcast else shape, 0.5, draw(st.sampled_from(FLOATS)))
 
 
 def expected_status(tensors, reduction, shape) -> int:
@@ -173,24 +176,9 @@ def test_random_invalid_calls_give_the_predicted_status(call):
 def invalid_logits_calls(draw):
     """A call of binary_cross_entropy_with_logits_target_backward with random defects."""
     shape = draw(shapes(3).filter(lambda s: 0 not in s))
-
-    def tensor(kind):
-        choice = draw(st.sampled_from(["ok", "ok", "ok", "none", "rank9", "dtype", "shape"]))
-        if kind == "input" and choice == "shape":
-            choice = "ok"
-        if choice == "none":
-            return None
-        if choice == "rank9":
-            return np.zeros((1,) * 9, np.float32)
-        if choice == "dtype":
-            return np.zeros(shape, draw(st.sampled_from(BAD_DTYPES)))
-        if choice == "shape":
-            return np.zeros(shape + (2,), np.float32)
-        broadcast = kind in ("grad_output", "weight", "pos_weight") and draw(st.booleans())
-        return np.full(shape[-1:] if broadcast else shape, 0.5, draw(st.sampled_from(FLOATS)))
-
-    tensors = {name: tensor(name) for name in
-               ("grad_output", "input", "target", "weight", "pos_weight")}
+    tensors = {name: defective(draw, shape, name, broadcast=name in (
+        "grad_output", "weight", "pos_weight") and draw(st.booleans()))
+        for name in ("grad_output", "input", "target", "weight", "pos_weight")}
     out_dtype = draw(st.sampled_from(FLOATS))
     reduction = draw(st.sampled_from(["mean", "none", 1, 3, "avg"]))
     return tensors, out_dtype, reduction, shape
