@@ -110,6 +110,14 @@ class JITFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         self._launch(args, kwargs, None)
 
+    def launch(self, *args: Any, grid: Grid | None = None, backend: str | None = None,
+               **kwargs: Any) -> None:
+        """Launch with an explicit grid and execution mode: ``"interpreter"`` (the
+        NumPy interpreter) or ``"compiled-cpu"`` (the lowered kernel compiled for this
+        CPU, see ``lowering.cpu``). The default comes from ``DSL_BACKEND``;
+        ``DSL_INTERPRET=1`` forces the interpreter."""
+        self._launch(args, kwargs, grid, backend)
+
     # -- specialization
 
     def _def_error(self, message: str) -> DSLLaunchError:
@@ -222,7 +230,8 @@ class JITFunction:
 
     # -- launch
 
-    def _launch(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Grid | None) -> None:
+    def _launch(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Grid | None,
+                backend: str | None = None) -> None:
         from lowering import npu
 
         if not interpret_forced() and any(npu.is_npu_tensor(a)
@@ -236,6 +245,12 @@ class JITFunction:
         plans = _PLANS.get()
         if plans is not None:  # inside planning(): record, do not run
             plans.append(launch)
+            return
+        mode = execution_mode(backend)
+        if mode == "compiled-cpu":
+            from lowering import cpu
+
+            cpu.run(launch)
             return
         from lowering import interpreter
 
@@ -334,6 +349,20 @@ def jit(fn: Callable[..., Any] | None = None) -> Any:
     if fn is None:
         return jit
     return JITFunction(fn)
+
+
+BACKENDS = ("interpreter", "compiled-cpu")
+
+
+def execution_mode(requested: str | None = None) -> str:
+    """The execution mode of a launch: ``DSL_INTERPRET=1`` forces the interpreter;
+    otherwise the request, else ``DSL_BACKEND``, else the interpreter."""
+    if interpret_forced():
+        return "interpreter"
+    mode = requested or os.environ.get("DSL_BACKEND") or "interpreter"
+    if mode not in BACKENDS:
+        raise ValueError(f"unknown execution mode {mode!r}; choose from {', '.join(BACKENDS)}")
+    return mode
 
 
 def interpret_forced() -> bool:

@@ -165,6 +165,19 @@ class Interpreter:
 
     # -- entry
 
+    def prove_in_bounds(self) -> bool:
+        """Run only the bounds pre-pass (raises on a violation). False when indices
+        depend on loaded data, so nothing could be proved ahead of running."""
+        if self.index_slice is None:
+            return False
+        with np.errstate(all="ignore"):
+            self.only = self.index_slice
+            try:
+                self._run_grid()
+            finally:
+                self.only = None
+        return True
+
     def run(self) -> None:
         with np.errstate(all="ignore"):  # IEEE semantics: inf/NaN, never warnings
             if self.index_slice is not None:

@@ -1,0 +1,274 @@
+"""Compiled-CPU mode: the real lowered kernel, compiled for x86, run on NumPy arrays.
+
+Route 1 of issue 5: triton-ascend's own "cpu" target. The generated Triton source
+goes through the same front end as for the NPU (TTIR, then Linalg via
+triton-adapter-opt), then MLIR's standard lowering to the LLVM dialect and LLVM IR
+(triton-ascend's ``linalg_to_llir``, with Debian's mlir-19-tools), then ``llc`` to
+an object file that ``gcc`` links into a shared object with a small runtime shim.
+Four things had to be supplied around triton-ascend 3.2.0 (found by hand, see the
+issue): the Linalg stage reads option keys the CPU options lack (added to the
+metadata here); its CPU assembly step links an aarch64-only libclc bitcode file
+(not used: this module runs ``llc`` itself); the object needs ``memrefCopy`` (MLIR's
+C runner utility) and ``__truncsfbf2`` (fp32 -> bf16, round to nearest even), both
+in the shim; and its CPU launcher is an empty placeholder, so kernels are called
+through ctypes here.
+
+Calling convention of the compiled function (read off the LLVM signature): two
+leading memrefs triton-ascend adds for the NPU (sync-block lock, workspace; unused
+on the CPU, passed empty), then every tensor parameter as a 1-D memref descriptor
+(allocated pointer, aligned pointer, offset, size, stride), then the scalar
+parameters, then ``num_programs`` x, y, z and ``program_id`` x, y, z as i32. A launch
+calls it once per program of the grid, after the interpreter's bounds pre-pass.
+
+Shared objects are cached on disk under ``<DSL_CACHE_DIR>/cpu`` keyed by the
+generated source and the toolchain versions, and in memory once loaded.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dsl.errors import DSLError
+from lowering.compiler import (
+    LoweringError,
+    StageReport,
+    cache_dir,
+    import_kernel,
+    toolchain,
+    toolchain_versions,
+    write_source,
+)
+from lowering.triton_codegen import GeneratedKernel, generate
+
+if TYPE_CHECKING:
+    from dsl.jit import Launch
+
+LLVM_ROOT = Path(os.environ.get("DSL_LLVM_ROOT", "/usr/lib/llvm-19"))
+
+_SHIM_C = r"""
+#include <stdint.h>
+#include <string.h>
+
+/* MLIR's memrefCopy (CRunnerUtils): copy between two strided memrefs of any rank. */
+typedef struct { int64_t rank; void *descriptor; } UnrankedMemRef;
+
+void memrefCopy(int64_t elem_size, UnrankedMemRef *src, UnrankedMemRef *dst) {
+    int64_t rank = src->rank;
+    char **s = (char **)src->descriptor, **d = (char **)dst->descriptor;
+    int64_t *sm = (int64_t *)(s + 2), *dm = (int64_t *)(d + 2);
+    int64_t *sizes = sm + 1, *sstr = sm + 1 + rank, *dstr = dm + 1 + rank;
+    int64_t total = 1, index[16] = {0};
+    for (int64_t r = 0; r < rank; ++r) total *= sizes[r];
+    for (int64_t n = 0; n < total; ++n) {
+        int64_t so = sm[0], doff = dm[0];
+        for (int64_t r = 0; r < rank; ++r) { so += index[r] * sstr[r]; doff += index[r] * dstr[r]; }
+        memcpy(d[1] + doff * elem_size, s[1] + so * elem_size, (size_t)elem_size);
+        for (int64_t r = rank - 1; r >= 0; --r) { if (++index[r] < sizes[r]) break; index[r] = 0; }
+    }
+}
+"""
+
+# fp32 -> bf16 with round to nearest even (quiet NaN kept), in LLVM IR so that the
+# bf16 return convention is LLVM's own.
+_SHIM_LL = """
+define bfloat @__truncsfbf2(float %x) {
+  %b = bitcast float %x to i32
+  %nan = fcmp uno float %x, %x
+  %upper = lshr i32 %b, 16
+  %lsb = and i32 %upper, 1
+  %bias = add i32 %lsb, 32767
+  %rounded = add i32 %b, %bias
+  %hi = lshr i32 %rounded, 16
+  %quiet = or i32 %upper, 64
+  %bits = select i1 %nan, i32 %quiet, i32 %hi
+  %t = trunc i32 %bits to i16
+  %r = bitcast i16 %t to bfloat
+  ret bfloat %r
+}
+"""
+
+_CTYPES = {"ptr": ctypes.c_void_p, "i64": ctypes.c_int64, "i32": ctypes.c_int32,
+           "i1": ctypes.c_bool, "float": ctypes.c_float, "double": ctypes.c_double}
+
+
+class CompiledCPUError(DSLError):
+    """Compiled-CPU mode could not compile or run a kernel."""
+
+
+@dataclass
+class CPUKernel:
+    """A kernel compiled for x86: the shared object and how to call it."""
+
+    name: str
+    library: Path
+    argument_types: list[str]
+    stages: list[StageReport]
+    generated: GeneratedKernel
+    _function: Any = field(default=None, repr=False)
+
+    def function(self) -> Any:
+        if self._function is None:
+            lib = ctypes.CDLL(str(self.library))
+            fn = getattr(lib, self.name)
+            fn.restype = None
+            fn.argtypes = [_CTYPES[t] for t in self.argument_types]
+            self._function = fn
+        return self._function
+
+
+def llvm_tools() -> dict[str, Path]:
+    tools = {name: LLVM_ROOT / "bin" / name for name in ("mlir-opt", "mlir-translate", "llc")}
+    missing = [str(p) for p in tools.values() if not p.exists()]
+    if missing or shutil.which("gcc") is None:
+        raise CompiledCPUError(
+            "compiled-CPU mode needs Debian's mlir-19-tools and llvm-19 (apt-get install "
+            f"mlir-19-tools llvm-19) and gcc; missing: {', '.join(missing) or 'gcc'}")
+    return tools
+
+
+def _signature(llir: str, name: str) -> list[str]:
+    match = re.search(rf"define void @{re.escape(name)}\(([^)]*)\)", llir)
+    if match is None:
+        raise CompiledCPUError(f"no function @{name} in the LLVM IR")
+    types = [part.strip().split()[0] for part in match.group(1).split(",") if part.strip()]
+    unknown = [t for t in types if t not in _CTYPES]
+    if unknown:
+        raise CompiledCPUError(f"unsupported parameter types {unknown} in @{name}")
+    return types
+
+
+def compile_cpu(generated: GeneratedKernel, root: Path | None = None) -> CPUKernel:
+    """Compile generated Triton source to a shared object (cached on disk)."""
+    tools = llvm_tools()
+    backend_cls, _ = toolchain()
+    root = root or cache_dir()
+    folder = root / "cpu"
+    folder.mkdir(parents=True, exist_ok=True)
+    import hashlib
+
+    key = hashlib.sha256(f"{generated.digest}|{toolchain_versions()}|{LLVM_ROOT}".encode())
+    library = folder / f"{generated.name}_{key.hexdigest()[:20]}.so"
+    signature_file = library.with_suffix(".sig")
+    if library.exists() and signature_file.exists():
+        types = signature_file.read_text().split()
+        return CPUKernel(generated.name, library, types, [], generated)
+
+    os.environ.setdefault("MLIR_ROOT", str(LLVM_ROOT))
+    os.environ.setdefault("LLVM_ROOT", str(LLVM_ROOT))
+    from triton._C.libtriton import ir
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import ASTSource
+
+    path = write_source(generated, root)
+    jit_fn = import_kernel(path, generated.name)
+    target = GPUTarget("cpu", "x86_64", 0)
+    backend = backend_cls(target)
+    options = backend.parse_options({})
+    # The Linalg stage reads NPU option keys the CPU options lack.
+    metadata = {"hash": generated.digest, "target": target, **options.__dict__,
+                "enable_nd2nz_on_vector": False, "enable_select_analysis": False,
+                "compile_on_910_95": False, "force_simt_template": False,
+                "enable_linearize": False}
+    pipeline: dict[str, Any] = {}
+    backend.add_stages(pipeline, options)
+    stages: list[StageReport] = []
+
+    def run(name: str, action: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            out = action()
+        except subprocess.CalledProcessError as exc:
+            detail = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) \
+                else str(exc.stderr or exc)
+            raise LoweringError(name, detail[-3000:]) from None
+        except (LoweringError, CompiledCPUError):
+            raise
+        except Exception as exc:
+            raise LoweringError(name, f"{type(exc).__name__}: {exc}"[-3000:]) from None
+        stages.append(StageReport(name, True, time.perf_counter() - began, len(str(out))))
+        return out
+
+    def make_ttir() -> Any:
+        context = ir.context()
+        ir.load_dialects(context)
+        module = ASTSource(jit_fn, generated.signature, constants={}).make_ir(
+            options, backend.get_codegen_implementation(), backend.get_module_map(), context)
+        return pipeline["ttir"](module, metadata)
+
+    ttir = run("ttir", make_ttir)
+    linalg = run("linalg", lambda: pipeline["ttadapter"](ttir, metadata))
+    llir = run("llir", lambda: pipeline["llir"](linalg, metadata))
+    types = _signature(llir, generated.name)
+    run("shared-object", lambda: _link(llir, tools, library))
+    signature_file.write_text(" ".join(types))
+    return CPUKernel(generated.name, library, types, stages, generated)
+
+
+def _link(llir: str, tools: dict[str, Path], library: Path) -> Path:
+    work = Path(tempfile.mkdtemp(prefix="ascend-dsl-cpu-"))
+    try:
+        (work / "kernel.ll").write_text(llir)
+        (work / "shim.ll").write_text(_SHIM_LL)
+        (work / "shim.c").write_text(_SHIM_C)
+        for stem in ("kernel", "shim"):
+            subprocess.run([str(tools["llc"]), "-O2", "-filetype=obj", "-relocation-model=pic",
+                            str(work / f"{stem}.ll"), "-o", str(work / f"{stem}.o")],
+                           check=True, capture_output=True)
+        tmp = library.with_suffix(f".{os.getpid()}.tmp")
+        subprocess.run(["gcc", "-shared", "-O2", "-fPIC", str(work / "kernel.o"),
+                        str(work / "shim.o"), str(work / "shim.c"), "-o", str(tmp)],
+                       check=True, capture_output=True)
+        os.replace(tmp, library)
+        return library
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+_LOADED: dict[str, CPUKernel] = {}
+
+
+def run(launch: Launch) -> None:
+    """Execute a prepared launch with the kernel compiled for the CPU.
+
+    The interpreter's bounds pre-pass runs first, so an out-of-bounds launch is
+    refused before the compiled code touches memory; kernels whose indices depend on
+    loaded data cannot be checked ahead and run unchecked."""
+    from lowering.interpreter import Interpreter
+
+    Interpreter(launch).prove_in_bounds()
+    generated = generate(launch.function)
+    kernel = _LOADED.get(generated.digest)
+    if kernel is None:
+        kernel = compile_cpu(generated)
+        _LOADED[generated.digest] = kernel
+    fn = kernel.function()
+    arguments: list[Any] = [None, None, 0, 0, 0] * 2  # sync-block lock, workspace: unused
+    keep: list[Any] = []
+    for param, value in zip(launch.function.params, launch.args):
+        if param.role == "tensor":
+            buffer = value.buffer
+            pointer = buffer.ctypes.data if buffer.size else None
+            keep.append(buffer)
+            arguments += [pointer, pointer, 0, buffer.size, 1]
+        else:
+            arguments.append(value.item() if isinstance(value, np.generic) else value)
+    gx, gy, gz = launch.grid
+    expected = len(kernel.argument_types)
+    if len(arguments) + 6 != expected:
+        raise CompiledCPUError(f"{kernel.name}: {len(arguments) + 6} arguments for a function "
+                               f"of {expected} parameters")
+    for z in range(gz):
+        for y in range(gy):
+            for x in range(gx):
+                fn(*arguments, gx, gy, gz, x, y, z)
