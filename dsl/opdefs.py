@@ -9,8 +9,11 @@ rules), so each function here sees operands of one dtype.
 Numeric conventions, chosen to match what Triton lowers to:
 - Integer ``//`` and ``%`` truncate toward zero like C (``arith.divsi/remsi``);
   float ``%`` is C ``fmod``.
-- Transcendental functions on 16-bit floats compute in fp32 and round to nearest
-  even into the 16-bit type.
+- Transcendental functions (exp, log, log1p, sqrt, the exp in sigmoid) are fp32
+  functions: evaluated in float64 and rounded to fp32, then to a 16-bit operand's
+  type. One definition, not the platform's: NumPy's float32 ``exp`` and the C
+  library's ``expf`` disagree in the last bit on a few percent of inputs, and
+  compiled-CPU mode (``lowering.cpu``) links these same definitions.
 - ``maximum``/``minimum`` on floats follow IEEE maxNum/minNum (a NaN operand is
   ignored), Triton's default ``propagate_nan=NONE``.
 - Integer arithmetic wraps; float arithmetic follows IEEE (inf/NaN, no exceptions).
@@ -41,20 +44,31 @@ def _c_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(b == 0, 0, np.fmod(a, safe_b)).astype(np.result_type(a, b))
 
 
-def _in_fp32(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
-    """Wrap a float function so that 16-bit inputs are computed in fp32 and rounded back."""
+def _fp32_math(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    """A transcendental function at fp32 precision: evaluated in float64 and rounded
+    to fp32 (correctly rounded but for ties that float64 cannot resolve), then, for a
+    16-bit operand, rounded to that type, as the lowered code computes it. fp64
+    operands are computed in float64."""
 
     def run(x: np.ndarray, *, dtype: DType) -> np.ndarray:
-        if dtype.bits < 32:
-            return fn(x.astype(np.float32)).astype(dtype.np)
-        return fn(x)
+        if dtype.bits == 64:
+            return fn(x)
+        result = fn(x.astype(np.float64)).astype(np.float32)
+        return result if dtype.bits == 32 else result.astype(dtype.np)
 
     return run
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    one = x.dtype.type(1)
-    return one / (one + np.exp(-x))
+def _sigmoid(x: np.ndarray, *, dtype: DType) -> np.ndarray:
+    """1 / (1 + exp(-x)) in fp32 arithmetic with the fp32 exp above (Triton's
+    definition of sigmoid), rounded to the operand type."""
+    if dtype.bits == 64:
+        return 1.0 / (1.0 + np.exp(-x))
+    x32 = x.astype(np.float32)
+    e = np.exp(-x32.astype(np.float64)).astype(np.float32)
+    one = np.float32(1)
+    result = one / (one + e)
+    return result if dtype.bits == 32 else result.astype(dtype.np)
 
 
 @dataclass(frozen=True)
@@ -122,11 +136,11 @@ OPS: dict[str, OpDef] = {
         OpDef("neg", 1, "-", "-{0}", ("float", "int"), "same", _unary(np.negative), np.negative),
         OpDef("invert", 1, "~", "~{0}", _INT, "same", _invert),
         OpDef("abs", 1, "abs", "tl.abs({0})", ("float", "int"), "same", _unary(np.abs)),
-        OpDef("exp", 1, "exp", "tl.exp({0})", _FLOAT, "same", _in_fp32(np.exp)),
-        OpDef("log", 1, "log", "tl.log({0})", _FLOAT, "same", _in_fp32(np.log)),
-        OpDef("log1p", 1, "log1p", "libdevice.log1p({0})", _FLOAT, "same", _in_fp32(np.log1p)),
-        OpDef("sqrt", 1, "sqrt", "tl.sqrt({0})", _FLOAT, "same", _in_fp32(np.sqrt)),
-        OpDef("sigmoid", 1, "sigmoid", "tl.sigmoid({0})", _FLOAT, "same", _in_fp32(_sigmoid)),
+        OpDef("exp", 1, "exp", "tl.exp({0})", _FLOAT, "same", _fp32_math(np.exp)),
+        OpDef("log", 1, "log", "tl.log({0})", _FLOAT, "same", _fp32_math(np.log)),
+        OpDef("log1p", 1, "log1p", "libdevice.log1p({0})", _FLOAT, "same", _fp32_math(np.log1p)),
+        OpDef("sqrt", 1, "sqrt", "tl.sqrt({0})", _FLOAT, "same", _fp32_math(np.sqrt)),
+        OpDef("sigmoid", 1, "sigmoid", "tl.sigmoid({0})", _FLOAT, "same", _sigmoid),
         OpDef("where", 3, "where", "tl.where({0}, {1}, {2})", _NUM, "same",
               lambda c, a, b, *, dtype: np.where(c, a, b)),
     ]

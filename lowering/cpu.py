@@ -9,9 +9,12 @@ Four things had to be supplied around triton-ascend 3.2.0 (found by hand, see th
 issue): the Linalg stage reads option keys the CPU options lack (added to the
 metadata here); its CPU assembly step links an aarch64-only libclc bitcode file
 (not used: this module runs ``llc`` itself); the object needs ``memrefCopy`` (MLIR's
-C runner utility) and ``__truncsfbf2`` (fp32 -> bf16, round to nearest even), both
-in the shim; and its CPU launcher is an empty placeholder, so kernels are called
-through ctypes here.
+C runner utility), ``__truncsfbf2`` (fp32 -> bf16, round to nearest even) and, for
+kernels using ``log1p``, ``__hmf_log1pf`` (Ascend's math library), all in the shim,
+which also gives the kernel the project's fp32 ``expf``/``logf``/``log1pf``
+(evaluated in double and rounded; see ``dsl.opdefs``) instead of the C library's;
+and its CPU launcher is an empty placeholder, so kernels are called through ctypes
+here.
 
 Calling convention of the compiled function (read off the LLVM signature): two
 leading memrefs triton-ascend adds for the NPU (sync-block lock, workspace; unused
@@ -57,8 +60,18 @@ if TYPE_CHECKING:
 LLVM_ROOT = Path(os.environ.get("DSL_LLVM_ROOT", "/usr/lib/llvm-19"))
 
 _SHIM_C = r"""
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+/* The fp32 transcendental functions of dsl.opdefs: evaluated in double, rounded to
+   float. Linked with -Bsymbolic, they replace the C library's expf/logf/log1pf for
+   the kernel, so the interpreter and compiled code share one definition.
+   __hmf_log1pf is triton-ascend's libdevice.log1p (Ascend's math library). */
+float expf(float x) { return (float)exp((double)x); }
+float logf(float x) { return (float)log((double)x); }
+float log1pf(float x) { return (float)log1p((double)x); }
+float __hmf_log1pf(float x) { return (float)log1p((double)x); }
 
 /* MLIR's memrefCopy (CRunnerUtils): copy between two strided memrefs of any rank. */
 typedef struct { int64_t rank; void *descriptor; } UnrankedMemRef;
@@ -227,7 +240,8 @@ def _link(llir: str, tools: dict[str, Path], library: Path) -> Path:
                            check=True, capture_output=True)
         tmp = library.with_suffix(f".{os.getpid()}.tmp")
         subprocess.run(["gcc", "-shared", "-O2", "-fPIC", str(work / "kernel.o"),
-                        str(work / "shim.o"), str(work / "shim.c"), "-o", str(tmp)],
+                        str(work / "shim.o"), str(work / "shim.c"), "-Wl,-Bsymbolic", "-lm",
+                        "-o", str(tmp)],
                        check=True, capture_output=True)
         os.replace(tmp, library)
         return library

@@ -7,8 +7,10 @@ Triton's interpreter needs one patch with NumPy >= 2.4: its ``tensor.__index__``
 calls ``int()`` on a one-element 1-D array, which NumPy no longer allows. And
 Triton's interpreter refuses every ``extern_elementwise`` call, which is how
 triton-ascend's ``libdevice.log1p`` is spelled; the runner gives the interpreter
-builder the one extern symbol the kernels use (``__hmf_log1pf``, fp32 log1p, as
-NumPy computes it). The generated source itself is run unchanged.
+builder the one extern symbol the kernels use (``__hmf_log1pf``). fp32 exp, log
+and log1p are given the project's definition (evaluated in float64 and rounded,
+see dsl.opdefs) in place of NumPy's float32 functions. The generated source itself
+is run unchanged.
 """
 
 from __future__ import annotations
@@ -43,13 +45,26 @@ def _patch(tensor):
 
 triton_interpreter._patch_lang_tensor = _patch
 
-_EXTERN = {"__hmf_log1pf": np.log1p}
+def _fp32(fn):
+    """The project's fp32 math (dsl.opdefs): evaluated in float64, rounded."""
+    def run(x):
+        return fn(x.astype(np.float64)).astype(np.float32) if x.dtype == np.float32 else fn(x)
+    return run
+
+
+# Triton's interpreter evaluates fp32 exp/log with NumPy's float32 functions, which
+# differ from the project's definition in the last bit: give it the project's.
+triton_interpreter.InterpreterBuilder.create_exp = \
+    lambda self, arg: self.unary_op(arg, _fp32(np.exp))
+triton_interpreter.InterpreterBuilder.create_log = \
+    lambda self, arg: self.unary_op(arg, _fp32(np.log))
+_EXTERN = {"__hmf_log1pf": _fp32(np.log1p)}
 
 
 def _extern_elementwise(self, lib_name, lib_path, symbol, args, ret_type, is_pure):
     arg = args[0]
     with np.errstate(all="ignore"):
-        data = _EXTERN[symbol](arg.data).astype(arg.data.dtype)
+        data = _EXTERN[symbol](arg.data)
     return triton_interpreter.TensorHandle(data, arg.dtype)
 
 
