@@ -357,12 +357,10 @@ BACKENDS = ("interpreter", "compiled-cpu")
 def execution_mode(requested: str | None = None) -> str:
     """The execution mode of a launch: ``DSL_INTERPRET=1`` forces the interpreter;
     otherwise the request, else ``DSL_BACKEND``, else the interpreter."""
-    if interpret_forced():
-        return "interpreter"
     mode = requested or os.environ.get("DSL_BACKEND") or "interpreter"
     if mode not in BACKENDS:
         raise ValueError(f"unknown execution mode {mode!r}; choose from {', '.join(BACKENDS)}")
-    return mode
+    return "interpreter" if interpret_forced() else mode
 
 
 def interpret_forced() -> bool:

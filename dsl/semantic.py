@@ -29,8 +29,9 @@ Promotion rules (Triton's, numbered; messages refer to them):
 9. ``x.to(dtype)`` and every implicit float conversion round to nearest even;
    float to integer truncates toward zero; anything to int1 tests ``!= 0``.
 10. ``sum`` accumulates int1/int32 in int32, int64 in int64 and every float type of
-    at most 32 bits in float32 (16-bit floats are never accumulated in 16 bits);
-    ``max``/``min`` keep the operand dtype.
+    at most 32 bits in float32 (16-bit floats are never accumulated in 16 bits),
+    adding the elements in index order along the axis (what the lowered loops do;
+    the order fixes the float result); ``max``/``min`` keep the operand dtype.
 """
 
 from __future__ import annotations

@@ -4,9 +4,10 @@ A loss kernel run with ``REDUCE=True`` writes one fp32 partial sum per *tile* of
 ``BLOCK`` elements into the workspace (``partials[t]`` for tile ``t``); then
 ``sum_partials_kernel`` (one program) adds the partials in a fixed order: lane ``j``
 of a block accumulator takes partials ``j, j + BLOCK, ...`` in sequence, and the
-lanes are summed by a fixed tree. Partials are per tile, not per program, so the
-result depends only on the input and ``BLOCK`` (chosen from the element count):
-bit-identical from run to run and for any grid. No atomics anywhere.
+lanes are then summed in index order. Partials are per tile of the fixed
+``LOSS_BLOCK``, not per program, so the result depends only on the input:
+bit-identical from run to run, for any grid, and between the interpreter and the
+compiled code. No atomics anywhere.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import numpy as np
 
 import dsl
-from dsl.jit import interpreter_block_size
 
 COMBINE_BLOCK = 1024
 
@@ -32,9 +32,17 @@ def sum_partials_kernel(partials, out, count, divisor, MEAN: dsl.constexpr,
     dsl.store(out, 0, total)
 
 
+# Tile size of the loss kernels. It fixes the partials, so the result does not depend
+# on the grid or on the backend's preferred block. ``sum`` adds in index order (rule
+# 10 of dsl.semantic), so the tile also bounds each sequential chain of additions:
+# 1024 elements per partial, then at most tiles/1024 partials per lane, then 1024
+# lanes.
+LOSS_BLOCK = 1024
+
+
 def loss_block(numel: int) -> int:
-    """The tile size of a loss kernel over ``numel`` elements (fixes the partials)."""
-    return interpreter_block_size(numel)
+    """The tile size of a loss kernel (fixed: ``LOSS_BLOCK``)."""
+    return LOSS_BLOCK
 
 
 def workspace_bytes(numel: int, reduction: int) -> int:

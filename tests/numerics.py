@@ -53,3 +53,13 @@ FP32_ROUNDINGS_LOGITS_NO_POS_WEIGHT = 3  # -x*g, *w, *s
 
 def ulp_bound(dtype: np.dtype, fp32_roundings: int) -> float:
     return float(fp32_roundings) if np.dtype(dtype) == np.float32 else 1.0
+
+
+def loss_sum_bound(n: int, per_element_roundings: int = 8) -> float:
+    """Relative error bound of a reduced loss of ``n`` non-negative fp32 terms, as
+    ``ops.reduction`` adds them: each term carries its own roundings, then chains of
+    sequential additions of length <= 1024 (a tile), <= tiles/1024 (a lane) and
+    1024 (the lanes), one rounding each; a mean adds a division."""
+    tiles = -(-n // 1024)
+    chain = min(n, 1024) + -(-tiles // 1024) + min(tiles, 1024)
+    return 2.0**-24 * (per_element_roundings + chain + 2)

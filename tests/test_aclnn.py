@@ -6,6 +6,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from numerics import loss_sum_bound
 from test_validation import BCE_CASES, LOGITS_CASES
 
 import ops
@@ -85,7 +86,7 @@ def test_workspace_rules_for_a_reducing_loss():
     _, x, y = arrays((300, 1000), seed=2)
     out = np.zeros((), F32)
     status, size, executor = ops.binary_cross_entropy_get_workspace_size(x, y, None, "mean", out)
-    tiles = -(-x.size // 65536)
+    tiles = -(-x.size // 1024)
     assert status == 0 and size == 4 * tiles
     assert len(executor.launches) == 2  # per-tile partials, then the fixed-order combine
     assert aclnn.binary_cross_entropy(np.zeros(size, np.uint8), size + 4, executor) == INVALID
@@ -96,7 +97,7 @@ def test_workspace_rules_for_a_reducing_loss():
     assert out == 0, "rejected phase-2 calls must not run"
     assert aclnn.binary_cross_entropy(np.zeros(size // 4, np.float32), size, executor) == 0
     expected = ops.bce_forward_reference(x, y, None, "mean")
-    assert abs(float(out) - float(expected)) <= 1e-6 * abs(float(expected))
+    assert abs(float(out) - float(expected)) <= loss_sum_bound(x.size) * abs(float(expected))
 
 
 def test_reduction_is_deterministic_and_independent_of_the_grid():
@@ -107,7 +108,7 @@ def test_reduction_is_deterministic_and_independent_of_the_grid():
     for grid in [(1,), (3,), (40,), (97,)]:
         for _ in range(2):
             out = np.zeros((), F32)
-            workspace = np.empty(4 * (-(-x.size // 65536)), np.uint8)
+            workspace = np.empty(4 * (-(-x.size // 1024)), np.uint8)
             from dsl.views import as_view
 
             forward_module.run(checked, x, y, w, as_view(out), workspace, grid=grid)

@@ -1,0 +1,204 @@
+"""Differential suite: every specialization of every operator kernel, run by the
+interpreter and by compiled-CPU mode (the real lowering, compiled for x86), on
+inputs with ragged tails, broadcast operands, probabilities at exactly 0 and 1
+and logits beyond +-100. Results must be bit-exact in fp32, fp16 and bf16; a
+difference fails naming the first differing element (program id, lane, inputs)."""
+
+from __future__ import annotations
+
+import itertools
+
+import ml_dtypes
+import numpy as np
+import pytest
+from conftest import ORACLES_REQUIRED
+
+import dsl
+import ops
+from lowering import cpu, interpreter
+from ops.reduction import sum_partials_kernel
+
+DTYPES = [np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)]
+SHAPE = (37, 53)  # 1961 elements: ragged against every power-of-two block
+BLOCK = 256
+GRID = (5,)
+
+
+@pytest.fixture(scope="module")
+def cpu_toolchain(toolchain):
+    try:
+        cpu.llvm_tools()
+    except cpu.CompiledCPUError as err:
+        if ORACLES_REQUIRED:
+            pytest.fail(f"compiled-CPU mode is required in CI: {err}")
+        pytest.skip(str(err))
+
+
+def _data(dtype, seed):
+    rng = np.random.default_rng(seed)
+    probs = rng.uniform(0.01, 0.99, SHAPE)
+    probs.flat[::97] = 0.0  # the 1e-12 clamp
+    probs.flat[1::97] = 1.0
+    logits = rng.standard_normal(SHAPE) * 6
+    logits.flat[::89] = [-1000.0, -150.0, -100.5, 100.5, 150.0, 1000.0] * 4 + [0.0]
+    target = rng.uniform(0, 1, SHAPE)
+    grad = rng.standard_normal(SHAPE)
+    channel = rng.uniform(0.5, 3, SHAPE[1])
+    return {name: a.astype(dtype) for name, a in
+            [("probs", probs), ("logits", logits), ("target", target), ("grad", grad),
+             ("channel", channel), ("channel2", channel[::-1].copy())]}
+
+
+def bcast(array):
+    return dsl.broadcast_to(array, SHAPE)
+
+
+def _where(launch, index: int) -> str:
+    """Program id, lane and inputs of element ``index`` of a tile-loop kernel."""
+    block = dict((k, v) for k, v in launch.function.specialization).get("BLOCK", "=?")[1:]
+    tile, lane = divmod(index, int(block)) if block.isdigit() else (0, index)
+    inputs = []
+    for name, tensor in launch.tensors.items():
+        flat = np.asarray(tensor.view.to_numpy()).reshape(-1)
+        if index < flat.size:
+            inputs.append(f"{name}={flat[index]!r}")
+    return f"program {tile % launch.grid[0]}, lane {lane}, inputs {', '.join(inputs)}"
+
+
+def differential(kernel, args, kwargs, grid=GRID) -> None:
+    launch = kernel.prepare(args, kwargs, grid)
+    stored = sorted({op.attrs["tensor"] for op in launch.function.walk() if op.kind == "store"})
+    buffers = {name: launch.tensors[name].buffer for name in stored}
+    initial = {name: b.copy() for name, b in buffers.items()}
+    interpreter.run(launch)
+    expected = {name: b.copy() for name, b in buffers.items()}
+    for name, b in buffers.items():
+        b[...] = initial[name]
+    cpu.run(launch)
+    for name, b in buffers.items():
+        got, want = b.view(np.uint8).reshape(b.size, -1), expected[name].view(np.uint8).reshape(
+            b.size, -1)
+        differs = np.any(got != want, axis=1)
+        if differs.any():
+            i = int(np.argmax(differs))
+            pytest.fail(f"{kernel.name} {launch.function.specialization}: tensor '{name}' "
+                        f"element {i} differs: compiled {b[i]!r}, interpreter "
+                        f"{expected[name][i]!r}; {_where(launch, i)}")
+
+
+def _cases():
+    for dtype, weight, scale in itertools.product(DTYPES, [False, True], [False, True]):
+        yield "bce", dtype, {"weight": weight, "scale": scale, "layout": "default"}
+    for layout in ("grad-contiguous", "grad-channel", "target-broadcast", "x-transposed"):
+        yield "bce", DTYPES[0], {"weight": True, "scale": False, "layout": layout}
+    for dtype, weight, pos in itertools.product(DTYPES, [False, True], [False, True]):
+        yield "target", dtype, {"weight": weight, "pos": pos, "scale": weight}
+        yield "input", dtype, {"weight": weight, "pos": pos, "scale": pos}
+    for dtype, weight, reduce in itertools.product(DTYPES, [False, True], [False, True]):
+        yield "bce-forward", dtype, {"weight": weight, "reduce": reduce}
+        yield "logits-forward", dtype, {"weight": weight, "pos": weight, "reduce": reduce}
+
+
+CASES = list(_cases())
+
+
+@pytest.mark.parametrize("op,dtype,flags", CASES,
+                         ids=[f"{o}-{d.name}-{'-'.join(f'{k}={v}' for k, v in f.items())}"
+                              for o, d, f in CASES])
+def test_interpreter_and_compiled_cpu_agree_bit_for_bit(cpu_toolchain, op, dtype, flags):
+    d = _data(dtype, seed=len(op) + int(flags.get("weight", 0)))
+    n = int(np.prod(SHAPE))
+    out = np.zeros(SHAPE, dtype)
+    w = bcast(d["channel"]) if flags.get("weight") else None
+    p = bcast(d["channel2"]) if flags.get("pos") else None
+    if op == "bce":
+        grad, x, y = bcast(np.array(0.75, dtype)), d["probs"], d["target"]
+        layout = flags["layout"]
+        if layout == "grad-contiguous":
+            grad = d["grad"]
+        elif layout == "grad-channel":
+            grad = bcast(d["channel"])
+        elif layout == "target-broadcast":
+            y = bcast(d["target"][0])
+        elif layout == "x-transposed":
+            x = np.ascontiguousarray(d["probs"].T).T
+        differential(ops.bce_backward_kernel, (grad, x, y, w, out, n, 1.0 / n),
+                     {"HAS_WEIGHT": flags["weight"], "APPLY_SCALE": flags["scale"],
+                      "BLOCK": BLOCK})
+    elif op == "target":
+        differential(ops.bce_with_logits_target_backward_kernel,
+                     (d["grad"], d["logits"], w, p, out, n, 1.0 / n),
+                     {"HAS_WEIGHT": flags["weight"], "HAS_POS_WEIGHT": flags["pos"],
+                      "APPLY_SCALE": flags["scale"], "BLOCK": BLOCK})
+    elif op == "input":
+        differential(ops.bce_with_logits_backward_kernel,
+                     (bcast(np.array(1.5, dtype)), d["logits"], d["target"], w, p, out, n,
+                      1.0 / n),
+                     {"HAS_WEIGHT": flags["weight"], "HAS_POS_WEIGHT": flags["pos"],
+                      "APPLY_SCALE": flags["scale"], "BLOCK": BLOCK})
+    else:
+        partials = np.zeros(-(-n // BLOCK), np.float32)
+        kernel = ops.bce_forward_kernel if op == "bce-forward" else \
+            ops.bce_with_logits_forward_kernel
+        x = d["probs"] if op == "bce-forward" else d["logits"]
+        operands = (x, d["target"], w) if op == "bce-forward" else (x, d["target"], w, p)
+        kwargs = {"HAS_WEIGHT": flags["weight"], "REDUCE": flags["reduce"], "BLOCK": BLOCK}
+        if op != "bce-forward":
+            kwargs["HAS_POS_WEIGHT"] = flags["pos"]
+        differential(kernel, (*operands, out, partials, n), kwargs)
+
+
+@pytest.mark.parametrize("mean", [False, True])
+def test_combine_kernel_agrees(cpu_toolchain, mean):
+    partials = np.random.default_rng(3).standard_normal(3001).astype(np.float32)
+    out = np.zeros((), np.float32)
+    differential(sum_partials_kernel, (partials, out, partials.size, 12345.0),
+                 {"MEAN": mean, "BLOCK": 1024}, grid=(1,))
+
+
+def test_a_difference_is_reported_with_its_element(cpu_toolchain, monkeypatch):
+    """The suite can fail: perturb the compiled result and the message must name
+    the element, its program and lane, and the inputs."""
+    d = _data(DTYPES[0], seed=9)
+    n = int(np.prod(SHAPE))
+    real = cpu.run
+
+    def off_by_one_ulp(launch):
+        real(launch)
+        buffer = launch.tensors["out"].buffer
+        buffer.view(np.int32)[700] += 1
+
+    monkeypatch.setattr(cpu, "run", off_by_one_ulp)
+    with pytest.raises(pytest.fail.Exception) as info:
+        differential(ops.bce_backward_kernel,
+                     (bcast(np.array(1.0, np.float32)), d["probs"], d["target"], None,
+                      np.zeros(SHAPE, np.float32), n, 1.0),
+                     {"HAS_WEIGHT": False, "APPLY_SCALE": False, "BLOCK": BLOCK})
+    text = str(info.value)
+    assert "element 700 differs" in text
+    assert f"program {(700 // BLOCK) % GRID[0]}, lane {700 % BLOCK}" in text
+    assert "x=" in text and "y=" in text
+
+
+def test_compiled_cpu_mode_is_selectable_and_checks_bounds(cpu_toolchain, monkeypatch):
+    x = np.linspace(0.1, 0.9, 100).astype(np.float32)
+    g = dsl.broadcast_to(np.array(1.0, np.float32), (100,))
+    a, b = np.zeros(100, np.float32), np.zeros(100, np.float32)
+    ops.bce_backward_kernel.launch(g, x, x[::-1].copy(), None, a, 100, 1.0,
+                                   HAS_WEIGHT=False, APPLY_SCALE=False, backend="compiled-cpu")
+    monkeypatch.setenv("DSL_BACKEND", "compiled-cpu")
+    ops.bce_backward_kernel(g, x, x[::-1].copy(), None, b, 100, 1.0, HAS_WEIGHT=False,
+                            APPLY_SCALE=False)
+    np.testing.assert_array_equal(a, b)
+    monkeypatch.setenv("DSL_INTERPRET", "1")  # forces the interpreter again
+    c = np.zeros(100, np.float32)
+    ops.bce_backward_kernel(g, x, x[::-1].copy(), None, c, 100, 1.0, HAS_WEIGHT=False,
+                            APPLY_SCALE=False)
+    np.testing.assert_array_equal(a, c)
+    with pytest.raises(dsl.OutOfBoundsError):  # refused before the compiled code runs
+        ops.bce_backward_kernel.launch(g, x, x, None, np.zeros(50, np.float32), 100, 1.0,
+                                       HAS_WEIGHT=False, APPLY_SCALE=False,
+                                       backend="compiled-cpu")
+    with pytest.raises(ValueError, match="unknown execution mode"):
+        ops.bce_backward_kernel.launch(g, x, x, None, a, 100, 1.0, HAS_WEIGHT=False,
+                                       APPLY_SCALE=False, backend="gpu")
