@@ -21,7 +21,8 @@ leading memrefs triton-ascend adds for the NPU (sync-block lock, workspace; unus
 on the CPU, passed empty), then every tensor parameter as a 1-D memref descriptor
 (allocated pointer, aligned pointer, offset, size, stride), then the scalar
 parameters, then ``num_programs`` x, y, z and ``program_id`` x, y, z as i32. A launch
-calls it once per program of the grid, after the interpreter's bounds pre-pass.
+calls it once per program of the grid, after the interpreter's bounds pre-pass;
+programs run on the worker threads when the pre-pass proved their stores disjoint.
 
 Shared objects are cached on disk under ``<DSL_CACHE_DIR>/cpu`` keyed by the
 generated source and the toolchain versions, and in memory once loaded.
@@ -258,9 +259,10 @@ def run(launch: Launch) -> None:
     The interpreter's bounds pre-pass runs first, so an out-of-bounds launch is
     refused before the compiled code touches memory; kernels whose indices depend on
     loaded data cannot be checked ahead and run unchecked."""
-    from lowering.interpreter import Interpreter
+    from lowering.interpreter import WORKERS, Interpreter, _executor
 
-    Interpreter(launch).prove_in_bounds()
+    checker = Interpreter(launch)
+    checker.prove_in_bounds()
     generated = generate(launch.function)
     kernel = _LOADED.get(generated.digest)
     if kernel is None:
@@ -282,7 +284,16 @@ def run(launch: Launch) -> None:
     if len(arguments) + 6 != expected:
         raise CompiledCPUError(f"{kernel.name}: {len(arguments) + 6} arguments for a function "
                                f"of {expected} parameters")
-    for z in range(gz):
-        for y in range(gy):
-            for x in range(gx):
-                fn(*arguments, gx, gy, gz, x, y, z)
+    programs = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
+
+    def run_programs(share: list[tuple[int, int, int]]) -> None:
+        for x, y, z in share:
+            fn(*arguments, gx, gy, gz, x, y, z)
+
+    if checker.parallel and WORKERS > 1 and len(programs) > 1:
+        # ctypes releases the GIL; the pre-pass proved the programs' stores disjoint
+        shares = [programs[i::WORKERS] for i in range(WORKERS)]
+        for future in [_executor().submit(run_programs, share) for share in shares]:
+            future.result()
+    else:
+        run_programs(programs)

@@ -167,7 +167,8 @@ class Interpreter:
 
     def prove_in_bounds(self) -> bool:
         """Run only the bounds pre-pass (raises on a violation). False when indices
-        depend on loaded data, so nothing could be proved ahead of running."""
+        depend on loaded data, so nothing could be proved ahead of running. After it,
+        ``parallel`` says whether the launch's stores are proved disjoint."""
         if self.index_slice is None:
             return False
         with np.errstate(all="ignore"):
@@ -176,6 +177,7 @@ class Interpreter:
                 self._run_grid()
             finally:
                 self.only = None
+        self.parallel = self._decide_parallel()
         return True
 
     def run(self) -> None:

@@ -164,8 +164,60 @@ def _compile_specs(op: str, dtype: str, weight: bool, pos_weight: bool) -> tuple
 COMPILABLE = ("bce_backward", "bce_with_logits_target_backward", "bce_with_logits_backward")
 
 
+def _small_case(op: str, dtype: str, weight: bool, pos_weight: bool
+                ) -> tuple[Any, tuple, dict, np.ndarray]:
+    """Real arrays with the layouts of ``_compile_specs``: (kernel, args, kwargs, out)."""
+    import dsl
+
+    dt = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}[dtype]
+    rng = np.random.default_rng(0)
+    shape = (61, 49)  # ragged against every block
+    n = shape[0] * shape[1]
+    scalar = dsl.broadcast_to(np.array(0.8, dt), shape)
+    channel = dsl.broadcast_to(rng.uniform(0.5, 2, shape[1]).astype(dt), shape)
+    probs = rng.uniform(0.01, 0.99, shape).astype(dt)
+    logits = (rng.standard_normal(shape) * 8).astype(dt)
+    target = rng.uniform(0, 1, shape).astype(dt)
+    out = np.zeros(shape, dt)
+    w, p = (channel if weight else None), (channel if pos_weight else None)
+    if op == "bce_backward":
+        return ops.bce_backward_kernel, (scalar, probs, target, w, out, n, 1.0 / n), \
+            {"HAS_WEIGHT": weight, "APPLY_SCALE": True}, out
+    if op == "bce_with_logits_target_backward":
+        return ops.bce_with_logits_target_backward_kernel, (scalar, logits, w, p, out, n,
+                                                            1.0 / n), \
+            {"HAS_WEIGHT": weight, "HAS_POS_WEIGHT": pos_weight, "APPLY_SCALE": True}, out
+    return ops.bce_with_logits_backward_kernel, (scalar, logits, target, w, p, out, n, 1.0 / n), \
+        {"HAS_WEIGHT": weight, "HAS_POS_WEIGHT": pos_weight, "APPLY_SCALE": True}, out
+
+
+def run_cpu_diff(op: str, dtype: str, weight: bool, pos_weight: bool, out: Any) -> int:
+    """Run the compiled kernel on a small case and print its diff against the interpreter."""
+    kernel, args, kwargs, result = _small_case(op, dtype, weight, pos_weight)
+    kernel.launch(*args, backend="interpreter", **kwargs)
+    expected = result.copy()
+    result[...] = 0
+    started = time.perf_counter()
+    kernel.launch(*args, backend="compiled-cpu", **kwargs)
+    elapsed = time.perf_counter() - started
+    same = result.view(np.uint8).reshape(result.size, -1) == \
+        expected.view(np.uint8).reshape(expected.size, -1)
+    differing = int((~same.all(axis=1)).sum())
+    diff = np.abs(result.astype(np.float64) - expected.astype(np.float64))
+    print(f"\ncompiled-cpu run of {kernel.name} on {result.size} elements ({dtype}, "
+          f"{elapsed * 1e3:.0f} ms including the first compile): {differing} elements differ "
+          f"from the interpreter, max |difference| {float(np.max(diff)):.3g}"
+          + (" -- bit-exact" if not differing else ""), file=out)
+    if differing:
+        i = int(np.argmax(~same.all(axis=1)))
+        print(f"first difference at element {i}: compiled {result.reshape(-1)[i]!r}, "
+              f"interpreter {expected.reshape(-1)[i]!r}", file=out)
+    return 1 if differing else 0
+
+
 def compile_command(op: str, target: str, dtype: str, emit: str, out_dir: str | None,
-                    weight: bool, pos_weight: bool, out: Any = sys.stdout) -> int:
+                    weight: bool, pos_weight: bool, out: Any = sys.stdout,
+                    run_cpu: bool = False) -> int:
     """Lower one operator's kernel and print the stage table and UB figures."""
     from lowering.compiler import LoweringError
     from lowering.ub import UBOverflowError
@@ -197,6 +249,8 @@ def compile_command(op: str, target: str, dtype: str, emit: str, out_dir: str | 
             print(f"wrote {path}", file=out)
         else:
             print(f"\n// ---- {stage} ----\n{texts[stage]}", file=out)
+    if run_cpu:
+        return run_cpu_diff(op, dtype, weight, pos_weight, out)
     return 0
 
 
@@ -219,11 +273,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     compile_parser.add_argument("--weight", action="store_true", help="with a weight operand")
     compile_parser.add_argument("--pos-weight", action="store_true",
                                 help="with a pos_weight operand")
+    compile_parser.add_argument("--run-cpu", action="store_true",
+                                help="also compile for this CPU, run a small case and "
+                                     "print the diff against the interpreter")
     args = parser.parse_args(argv)
     if args.command == "demo":
         return 1 if demo(args.batch, args.classes, args.seed) else 0
     return compile_command(args.op, args.target, args.dtype, args.emit, args.out, args.weight,
-                           args.pos_weight)
+                           args.pos_weight, run_cpu=args.run_cpu)
 
 
 if __name__ == "__main__":

@@ -71,3 +71,24 @@ def test_compile_command_reports_bad_input(toolchain):
     buffer = io.StringIO()
     assert cli.compile_command("bce_backward", "Ascend910B4", "float32", "llvm", None, False,
                                False, out=buffer) == 2
+
+
+def test_compile_run_cpu_prints_the_diff(toolchain):
+    from lowering import cpu
+
+    try:
+        cpu.llvm_tools()
+    except cpu.CompiledCPUError as err:
+        import pytest
+        from conftest import ORACLES_REQUIRED
+
+        if ORACLES_REQUIRED:
+            pytest.fail(str(err))
+        pytest.skip(str(err))
+    buffer = io.StringIO()
+    status = cli.compile_command("bce_with_logits_backward", "Ascend910B4", "bfloat16", "", None,
+                                 weight=True, pos_weight=True, out=buffer, run_cpu=True)
+    text = buffer.getvalue()
+    assert status == 0, text
+    assert "compiled-cpu run of bce_with_logits_backward_kernel on 2989 elements" in text
+    assert "0 elements differ from the interpreter" in text and "bit-exact" in text
