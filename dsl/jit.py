@@ -113,9 +113,10 @@ class JITFunction:
     def launch(self, *args: Any, grid: Grid | None = None, backend: str | None = None,
                **kwargs: Any) -> None:
         """Launch with an explicit grid and execution mode: ``"interpreter"`` (the
-        NumPy interpreter) or ``"compiled-cpu"`` (the lowered kernel compiled for this
-        CPU, see ``lowering.cpu``). The default comes from ``DSL_BACKEND``;
-        ``DSL_INTERPRET=1`` forces the interpreter."""
+        NumPy interpreter), ``"compiled-cpu"`` (the lowered kernel compiled for this
+        CPU through triton-ascend's CPU target) or ``"compiled-cpu-hfusion"``
+        (through bishengir's HFusion IR; see ``lowering.cpu``). The default comes from
+        ``DSL_BACKEND``; ``DSL_INTERPRET=1`` forces the interpreter."""
         self._launch(args, kwargs, grid, backend)
 
     # -- specialization
@@ -247,10 +248,10 @@ class JITFunction:
             plans.append(launch)
             return
         mode = execution_mode(backend)
-        if mode == "compiled-cpu":
+        if mode.startswith("compiled-cpu"):
             from lowering import cpu
 
-            cpu.run(launch)
+            cpu.run(launch, route=2 if mode == "compiled-cpu-hfusion" else 1)
             return
         from lowering import interpreter
 
@@ -351,7 +352,7 @@ def jit(fn: Callable[..., Any] | None = None) -> Any:
     return JITFunction(fn)
 
 
-BACKENDS = ("interpreter", "compiled-cpu")
+BACKENDS = ("interpreter", "compiled-cpu", "compiled-cpu-hfusion")
 
 
 def execution_mode(requested: str | None = None) -> str:

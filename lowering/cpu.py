@@ -250,10 +250,112 @@ def _link(llir: str, tools: dict[str, Path], library: Path) -> Path:
         shutil.rmtree(work, ignore_errors=True)
 
 
+# ----------------------------------------------------------------------------- route 2
+
+_VNOT_I1 = re.compile(r"hfusion\.elemwise_unary \{fun = #hfusion\.unary_fn<vnot>\} "
+                      r"ins\([^)]*xi1>\)")
+
+
+class BishengirCPUBug(CompiledCPUError):
+    """Route 2 refused a kernel: bishengir's CPU lowering would miscompile it."""
+
+
+def hfusion_ir(linalg: str, target_name: str = "Ascend910B4") -> str:
+    """bishengir-compile's HFusion-level IR: the module just before
+    ``convert-hfusion-to-hivm`` (the last target-independent form)."""
+    _, bishengir = toolchain()
+    work = Path(tempfile.mkdtemp(prefix="ascend-dsl-hfusion-"))
+    try:
+        (work / "kernel.mlir").write_text(linalg)
+        subprocess.run([str(bishengir), str(work / "kernel.mlir"), f"--target={target_name}",
+                        "--enable-hfusion-compile=true", "--enable-hivm-compile=true",
+                        "--enable-triton-kernel-compile=true", "--mlir-print-ir-after-all",
+                        f"--mlir-print-ir-tree-dir={work / 'tree'}", "-o", str(work / "out")],
+                       capture_output=True, timeout=600)
+        dumps = sorted((work / "tree").glob("builtin_module_*/*.mlir"),
+                       key=lambda p: int(p.name.split("_")[0]))
+        position = next((i for i, p in enumerate(dumps) if "convert-hfusion-to-hivm" in p.name),
+                        None)
+        if not position:
+            raise CompiledCPUError("route 2: no HFusion-level module in bishengir's dumps")
+        return dumps[position - 1].read_text()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _upstream_mlir(llvm_dialect: str) -> str:
+    """Drop the hacc attributes upstream mlir-translate cannot parse (the module's
+    device spec, the kernel's hacc markers); the code itself is untouched."""
+    lines = llvm_dialect.split("\n")
+    lines[0] = re.sub(r"^module attributes \{.*\} \{$", "module {", lines[0])
+    text = "\n".join(lines).replace(" {hacc.arg_type = #hacc.arg_type<ffts_base_address>}", "")
+    return re.sub(r"attributes \{[^{}]*hacc\.[^{}]*\}", "", text)
+
+
+def compile_hfusion_route(generated: GeneratedKernel, root: Path | None = None) -> CPUKernel:
+    """Route 2: bishengir's HFusion-level IR lowered with bishengir-opt's CPU-runner
+    pipeline minus its host-main wrapper, then LLVM as route 1. Checks bishengir's
+    HFusion rewrites too. A kernel with a logical NOT on i1 is refused: bishengir
+    1.2.0 lowers ``hfusion.elemwise_unary vnot`` on i1 to a no-op on this route,
+    which inverts masks and NaN checks (``maximum`` compiles to one)."""
+    tools = llvm_tools()
+    backend_cls, bishengir = toolchain()
+    root = root or cache_dir()
+    from lowering.compiler import compile_triton
+    from lowering.targets import get_target
+
+    path = write_source(generated, root)
+    jit_fn = import_kernel(path, generated.name)
+    stages: list[StageReport] = []
+    _, linalg, _ = compile_triton(jit_fn, generated.signature, {}, get_target("Ascend910B4"),
+                                  stages)
+    began = time.perf_counter()
+    hfusion = hfusion_ir(linalg)
+    stages.append(StageReport("hfusion", True, time.perf_counter() - began, len(hfusion)))
+    bad = _VNOT_I1.findall(hfusion)
+    if bad:
+        raise BishengirCPUBug(
+            f"route 2 refuses {generated.name}: its HFusion IR has {len(bad)} logical NOT(s) "
+            "on i1 (hfusion.elemwise_unary vnot), which bishengir 1.2.0's CPU lowering turns "
+            "into a no-op, inverting masks and NaN checks; use route 1 (compiled-cpu)")
+    opt = bishengir.parent / "bishengir-opt"
+    work = Path(tempfile.mkdtemp(prefix="ascend-dsl-route2-"))
+    try:
+        (work / "hfusion.mlir").write_text(hfusion)
+        dumped = subprocess.run([str(opt), str(work / "hfusion.mlir"),
+                                 "--lower-for-cpu-runner-pipeline", "--dump-pass-pipeline",
+                                 "-o", "/dev/null"], capture_output=True, text=True)
+        pipeline = next(line for line in (dumped.stdout + dumped.stderr).splitlines()
+                        if line.startswith("builtin.module("))
+        pipeline = re.sub(r"execution-engine-create-host-main\{[^}]*\},", "", pipeline)
+        lowered = subprocess.run([str(opt), str(work / "hfusion.mlir"),
+                                  f"--pass-pipeline={pipeline}", "-o", str(work / "llvm.mlir")],
+                                 capture_output=True, text=True, timeout=600)
+        if lowered.returncode:
+            raise LoweringError("route2-cpu-runner", lowered.stderr[-3000:])
+        (work / "clean.mlir").write_text(_upstream_mlir((work / "llvm.mlir").read_text()))
+        translated = subprocess.run([str(LLVM_ROOT / "bin" / "mlir-translate"), "--mlir-to-llvmir",
+                                     str(work / "clean.mlir"), "-o", str(work / "kernel.ll")],
+                                    capture_output=True, text=True)
+        if translated.returncode:
+            raise LoweringError("route2-translate", translated.stderr[-3000:])
+        llir = (work / "kernel.ll").read_text()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    types = _signature(llir, generated.name)
+    import hashlib
+
+    key = hashlib.sha256(f"route2|{generated.digest}|{toolchain_versions()}".encode())
+    library = root / "cpu" / f"{generated.name}_r2_{key.hexdigest()[:20]}.so"
+    library.parent.mkdir(parents=True, exist_ok=True)
+    _link(llir, tools, library)
+    return CPUKernel(generated.name, library, types, stages, generated)
+
+
 _LOADED: dict[str, CPUKernel] = {}
 
 
-def run(launch: Launch) -> None:
+def run(launch: Launch, route: int = 1) -> None:
     """Execute a prepared launch with the kernel compiled for the CPU.
 
     The interpreter's bounds pre-pass runs first, so an out-of-bounds launch is
@@ -264,12 +366,13 @@ def run(launch: Launch) -> None:
     checker = Interpreter(launch)
     checker.prove_in_bounds()
     generated = generate(launch.function)
-    kernel = _LOADED.get(generated.digest)
+    kernel = _LOADED.get(f"{route}:{generated.digest}")
     if kernel is None:
-        kernel = compile_cpu(generated)
-        _LOADED[generated.digest] = kernel
+        kernel = compile_cpu(generated) if route == 1 else compile_hfusion_route(generated)
+        _LOADED[f"{route}:{generated.digest}"] = kernel
     fn = kernel.function()
-    arguments: list[Any] = [None, None, 0, 0, 0] * 2  # sync-block lock, workspace: unused
+    arguments: list[Any] = [0] if route == 2 else []  # route 2: the FFTS base address
+    arguments += [None, None, 0, 0, 0] * 2  # sync-block lock, workspace: unused
     keep: list[Any] = []
     for param, value in zip(launch.function.params, launch.args):
         if param.role == "tensor":

@@ -202,3 +202,55 @@ def test_compiled_cpu_mode_is_selectable_and_checks_bounds(cpu_toolchain, monkey
     with pytest.raises(ValueError, match="unknown execution mode"):
         ops.bce_backward_kernel.launch(g, x, x, None, a, 100, 1.0, HAS_WEIGHT=False,
                                        APPLY_SCALE=False, backend="gpu")
+
+
+# ----------------------------------------------------------------------------- route 2
+
+
+@dsl.jit
+def nan_check(x, out):
+    i = dsl.arange(0, 256)
+    v = dsl.load(x, i)
+    dsl.store(out, i, dsl.where(~(v == v), 7.0, v))
+
+
+def test_route2_runs_where_it_works_bit_exact(cpu_toolchain):
+    """bishengir's HFusion route: the with-logits target gradient without weights
+    has no logical NOT on i1 and matches the interpreter bit for bit."""
+    for dtype in DTYPES:
+        d = _data(dtype, seed=4)
+        n = int(np.prod(SHAPE))
+        args = (bcast(np.array(0.5, dtype)), d["logits"], None, None)
+        kwargs = {"HAS_WEIGHT": False, "HAS_POS_WEIGHT": False, "APPLY_SCALE": True,
+                  "BLOCK": BLOCK}
+        a, b = np.zeros(SHAPE, dtype), np.zeros(SHAPE, dtype)
+        ops.bce_with_logits_target_backward_kernel.launch(
+            *args, a, n, 1.0 / n, backend="compiled-cpu-hfusion", **kwargs)
+        ops.bce_with_logits_target_backward_kernel.launch(
+            *args, b, n, 1.0 / n, backend="interpreter", **kwargs)
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), dtype
+
+
+def test_route2_reports_the_vnot_bug_instead_of_hiding_it(cpu_toolchain, monkeypatch):
+    x = np.arange(256, dtype=np.float32)
+    x[5] = np.nan
+    out = np.zeros(256, np.float32)
+    with pytest.raises(cpu.BishengirCPUBug, match="logical NOT.*on i1.*no-op"):
+        nan_check.launch(x, out, backend="compiled-cpu-hfusion")
+    assert np.all(out == 0)
+    with pytest.raises(cpu.BishengirCPUBug):  # maximum's NaN check has one too
+        d = _data(DTYPES[0], seed=5)
+        ops.bce_backward_kernel.launch(bcast(np.array(1.0, np.float32)), d["probs"],
+                                       d["target"], None, np.zeros(SHAPE, np.float32),
+                                       int(np.prod(SHAPE)), 1.0, HAS_WEIGHT=False,
+                                       APPLY_SCALE=False, BLOCK=BLOCK,
+                                       backend="compiled-cpu-hfusion")
+    # Why: with the check switched off, route 2 inverts the NaN test (route 1 does not).
+    import re
+
+    monkeypatch.setattr(cpu, "_VNOT_I1", re.compile("(?!)"))
+    monkeypatch.setattr(cpu, "_LOADED", {})
+    nan_check.launch(x, out, backend="compiled-cpu-hfusion")
+    assert out[0] == 7.0 and np.isnan(out[5]), "bishengir's vnot bug seems fixed: revisit"
+    nan_check.launch(x, out, backend="compiled-cpu")
+    assert out[0] == 0.0 and out[5] == 7.0
