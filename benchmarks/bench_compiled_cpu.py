@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
 
 os.environ.setdefault("DSL_CACHE_DIR", tempfile.mkdtemp(prefix="ascend-dsl-bench-cpu-"))
 
 import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402
+from bench_bce import parse_size  # noqa: E402
 
 import dsl  # noqa: E402
 import ops  # noqa: E402
@@ -26,12 +31,6 @@ from lowering import cpu  # noqa: E402
 from lowering.triton_codegen import generate  # noqa: E402
 
 DTYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}
-
-
-def parse_size(text: str) -> int:
-    text = text.strip().upper()
-    return int(text[:-1]) << (20 if text.endswith("M") else 10) if text[-1] in "KM" \
-        else int(text)
 
 
 def main() -> None:
