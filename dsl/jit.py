@@ -4,13 +4,16 @@ Launch data flow: ``kernel[grid](*args)`` or ``kernel(*args)`` ->
 ``bind`` (arguments checked against the signature; tensors become ``TensorView``s
 and are coalesced; every runtime argument gets an ``ArgSpec``; omitted
 ``dsl.block_size`` parameters are chosen) -> specialization key -> IR from the
-in-memory cache or from ``dsl.frontend.build_ir`` -> launch checks (stored tensors
-are writeable and not broadcast) -> backend. Every check happens before the backend
-runs, so an invalid launch writes nothing.
+in-memory cache or from ``dsl.frontend.build_ir`` and ``dsl.passes.optimize`` ->
+launch checks (stored tensors are writeable and not broadcast) -> backend. Every
+check happens before the backend runs, so an invalid launch writes nothing.
 
-The only backend so far is the NumPy interpreter (``lowering.interpreter``);
-``DSL_INTERPRET=1`` selects it explicitly, and it is the default for NumPy arrays
-and CPU torch tensors.
+Backends: the NumPy interpreter (``lowering.interpreter``, the default for NumPy
+arrays and CPU torch tensors; ``DSL_INTERPRET=1`` forces it), compiled-CPU mode
+(``lowering.cpu``, chosen per call with ``kernel.launch(backend=...)`` or with
+``DSL_BACKEND``), and, for torch_npu tensors on an Ascend host, triton-ascend's NPU
+runtime (``lowering.npu``). ``kernel.lower()`` lowers a specialization to HIVM
+(``lowering.blocking``).
 """
 
 from __future__ import annotations
@@ -33,10 +36,9 @@ from dsl.ir import Function, Param
 from dsl.passes import optimize
 from dsl.views import TensorView, as_view, is_torch_tensor
 
-# Ascend910B4 has 20 AI cores with 2 vector cores each; the launcher's default grid
-# is one program per vector core, as triton-ascend recommends. (Number from the
-# chip's published core count, not measured here; the target table of the lowering
-# issue will own it.)
+# Ascend910B4 has 20 AI cores with 2 vector cores each (VECTOR_CORE_COUNT 40 in
+# bishengir's device spec, see lowering.targets); the launcher's default grid is one
+# program per vector core, as triton-ascend recommends.
 DEFAULT_PROGRAMS = 40
 
 Grid = int | Sequence[int] | Callable[[dict[str, Any]], Sequence[int]]
