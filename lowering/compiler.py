@@ -209,6 +209,64 @@ def lower(fn: Function, target: Target, root: Path | None = None,
                          capacity, path)
 
 
+class TritonFrontEnd:
+    """triton-ascend's front end for one ``triton.jit`` function and target kind:
+    backend, options and metadata, and ``run`` for timed stages whose failures
+    become ``LoweringError``s mapped to the user's line (through ``locate``)."""
+
+    def __init__(self, jit_fn: Any, signature: dict[str, str], constants: dict[str, Any],
+                 gpu_target: Any, stages: list[StageReport], digest: str,
+                 extra_metadata: dict[str, Any] | None = None,
+                 locate: Any = lambda text: None) -> None:
+        backend_cls, _ = toolchain()
+        self.jit_fn, self.signature, self.constants = jit_fn, signature, constants
+        self.backend = backend_cls(gpu_target)
+        self.options = self.backend.parse_options({})
+        self.metadata = {"hash": digest, "target": gpu_target, **self.options.__dict__,
+                         **(extra_metadata or {})}
+        self.pipeline: dict[str, Any] = {}
+        self.backend.add_stages(self.pipeline, self.options)
+        self.stages = stages
+        self.locate = locate
+
+    def run(self, name: str, action: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            output = action()
+        except DSLError:
+            raise
+        except subprocess.CalledProcessError as exc:
+            detail = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) \
+                else str(exc.stderr or exc)
+            raise LoweringError(name, detail[-4000:], self.locate(detail)) from None
+        except Exception as exc:
+            text = f"{type(exc).__name__}: {exc}"
+            raise LoweringError(name, text[-4000:], self.locate(text)) from None
+        self.stages.append(StageReport(name, True, time.perf_counter() - began,
+                                       len(str(output))))
+        return output
+
+    def ttir(self) -> Any:
+        """Stage "ttir": ``ASTSource.make_ir`` then ``make_ttir``."""
+        from triton._C.libtriton import ir
+        from triton.compiler.compiler import ASTSource
+
+        def make() -> Any:
+            context = ir.context()
+            ir.load_dialects(context)
+            self.backend.load_dialects(context)
+            source = ASTSource(self.jit_fn, self.signature, constants=self.constants)
+            module = source.make_ir(self.options, self.backend.get_codegen_implementation(),
+                                    self.backend.get_module_map(), context)
+            return self.pipeline["ttir"](module, self.metadata)
+
+        return self.run("ttir", make)
+
+    def stage(self, name: str, key: str, source: Any) -> Any:
+        """Run triton-ascend's stage ``key`` on ``source``, reported as ``name``."""
+        return self.run(name, lambda: self.pipeline[key](source, self.metadata))
+
+
 def compile_triton(jit_fn: Any, signature: dict[str, str], constants: dict[str, Any],
                    target: Target, stages: list[StageReport],
                    kernel: GeneratedKernel | None = None, path: Path | None = None
@@ -216,53 +274,21 @@ def compile_triton(jit_fn: Any, signature: dict[str, str], constants: dict[str, 
     """Stages 2-4 for any ``triton.jit`` function (generated or hand-written):
     returns (TTIR, Linalg, HIVM) and appends a report per stage to ``stages``.
     ``kernel`` and ``path`` map toolchain locations back to the user's kernel."""
-    backend_cls, bishengir = toolchain()
-    from triton._C.libtriton import ir
+    _, bishengir = toolchain()
     from triton.backends.compiler import GPUTarget
-    from triton.compiler.compiler import ASTSource
-
-    gpu_target = GPUTarget("npu", target.name, target.vector_cores or 1)
-    backend = backend_cls(gpu_target)
-    options = backend.parse_options({})
-    digest = kernel.digest if kernel else jit_fn.__name__
-    metadata = {"hash": digest, "target": gpu_target, **options.__dict__}
-    pipeline: dict[str, Any] = {}
-    backend.add_stages(pipeline, options)
 
     def locate(text: str) -> SourceLoc | None:
         return user_location(text, kernel, path) if kernel and path else None
 
-    def run_stage(name: str, action: Any) -> Any:
-        began = time.perf_counter()
-        try:
-            output = action()
-        except LoweringError:
-            raise
-        except subprocess.CalledProcessError as exc:
-            detail = (exc.stderr or b"").decode(errors="replace")
-            raise LoweringError(name, detail[-4000:], locate(detail)) from None
-        except Exception as exc:
-            text = f"{type(exc).__name__}: {exc}"
-            raise LoweringError(name, text[-4000:], locate(text)) from None
-        stages.append(StageReport(name, True, time.perf_counter() - began, len(str(output))))
-        return output
-
-    def make_ttir() -> Any:
-        context = ir.context()
-        ir.load_dialects(context)
-        backend.load_dialects(context)
-        source = ASTSource(jit_fn, signature, constants=constants)
-        module = source.make_ir(options, backend.get_codegen_implementation(),
-                                backend.get_module_map(), context)
-        return pipeline["ttir"](module, metadata)
-
-    ttir_module = run_stage("ttir", make_ttir)
-    ttir = str(ttir_module)
-    linalg = run_stage("linalg", lambda: pipeline["ttadapter"](ttir_module, metadata))
-    hivm = run_stage("hivm", lambda: run_bishengir(bishengir, linalg, target, locate))
+    front = TritonFrontEnd(jit_fn, signature, constants,
+                           GPUTarget("npu", target.name, target.vector_cores or 1), stages,
+                           kernel.digest if kernel else jit_fn.__name__, locate=locate)
+    ttir_module = front.ttir()
+    linalg = front.stage("linalg", "ttadapter", ttir_module)
+    hivm = front.run("hivm", lambda: run_bishengir(bishengir, linalg, target, locate))
     stages.append(StageReport("npubin", False, 0.0, 0,
                               "skipped: CANN's hivmc is needed (Ascend host only)"))
-    return ttir, linalg, hivm
+    return str(ttir_module), linalg, hivm
 
 
 def run_bishengir(bishengir: Path, linalg: str, target: Target,

@@ -31,6 +31,7 @@ generated source and the toolchain versions, and in memory once loaded.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import re
 import shutil
@@ -47,6 +48,7 @@ from dsl.errors import DSLError
 from lowering.compiler import (
     LoweringError,
     StageReport,
+    TritonFrontEnd,
     cache_dir,
     import_kernel,
     toolchain,
@@ -165,12 +167,10 @@ def _signature(llir: str, name: str) -> list[str]:
 def compile_cpu(generated: GeneratedKernel, root: Path | None = None) -> CPUKernel:
     """Compile generated Triton source to a shared object (cached on disk)."""
     tools = llvm_tools()
-    backend_cls, _ = toolchain()
+    toolchain()
     root = root or cache_dir()
     folder = root / "cpu"
     folder.mkdir(parents=True, exist_ok=True)
-    import hashlib
-
     key = hashlib.sha256(f"{generated.digest}|{toolchain_versions()}|{LLVM_ROOT}".encode())
     library = folder / f"{generated.name}_{key.hexdigest()[:20]}.so"
     signature_file = library.with_suffix(".sig")
@@ -180,51 +180,21 @@ def compile_cpu(generated: GeneratedKernel, root: Path | None = None) -> CPUKern
 
     os.environ.setdefault("MLIR_ROOT", str(LLVM_ROOT))
     os.environ.setdefault("LLVM_ROOT", str(LLVM_ROOT))
-    from triton._C.libtriton import ir
     from triton.backends.compiler import GPUTarget
-    from triton.compiler.compiler import ASTSource
 
     path = write_source(generated, root)
-    jit_fn = import_kernel(path, generated.name)
-    target = GPUTarget("cpu", "x86_64", 0)
-    backend = backend_cls(target)
-    options = backend.parse_options({})
-    # The Linalg stage reads NPU option keys the CPU options lack.
-    metadata = {"hash": generated.digest, "target": target, **options.__dict__,
-                "enable_nd2nz_on_vector": False, "enable_select_analysis": False,
-                "compile_on_910_95": False, "force_simt_template": False,
-                "enable_linearize": False}
-    pipeline: dict[str, Any] = {}
-    backend.add_stages(pipeline, options)
     stages: list[StageReport] = []
-
-    def run(name: str, action: Any) -> Any:
-        began = time.perf_counter()
-        try:
-            out = action()
-        except subprocess.CalledProcessError as exc:
-            detail = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) \
-                else str(exc.stderr or exc)
-            raise LoweringError(name, detail[-3000:]) from None
-        except (LoweringError, CompiledCPUError):
-            raise
-        except Exception as exc:
-            raise LoweringError(name, f"{type(exc).__name__}: {exc}"[-3000:]) from None
-        stages.append(StageReport(name, True, time.perf_counter() - began, len(str(out))))
-        return out
-
-    def make_ttir() -> Any:
-        context = ir.context()
-        ir.load_dialects(context)
-        module = ASTSource(jit_fn, generated.signature, constants={}).make_ir(
-            options, backend.get_codegen_implementation(), backend.get_module_map(), context)
-        return pipeline["ttir"](module, metadata)
-
-    ttir = run("ttir", make_ttir)
-    linalg = run("linalg", lambda: pipeline["ttadapter"](ttir, metadata))
-    llir = run("llir", lambda: pipeline["llir"](linalg, metadata))
+    # The Linalg stage reads NPU option keys the CPU options lack.
+    front = TritonFrontEnd(
+        import_kernel(path, generated.name), generated.signature, {},
+        GPUTarget("cpu", "x86_64", 0), stages, generated.digest,
+        extra_metadata={"enable_nd2nz_on_vector": False, "enable_select_analysis": False,
+                        "compile_on_910_95": False, "force_simt_template": False,
+                        "enable_linearize": False})
+    linalg = front.stage("linalg", "ttadapter", front.ttir())
+    llir = front.stage("llir", "llir", linalg)
     types = _signature(llir, generated.name)
-    run("shared-object", lambda: _link(llir, tools, library))
+    front.run("shared-object", lambda: _link(llir, tools, library))
     signature_file.write_text(" ".join(types))
     return CPUKernel(generated.name, library, types, stages, generated)
 
@@ -299,7 +269,7 @@ def compile_hfusion_route(generated: GeneratedKernel, root: Path | None = None) 
     1.2.0 lowers ``hfusion.elemwise_unary vnot`` on i1 to a no-op on this route,
     which inverts masks and NaN checks (``maximum`` compiles to one)."""
     tools = llvm_tools()
-    backend_cls, bishengir = toolchain()
+    _, bishengir = toolchain()
     root = root or cache_dir()
     from lowering.compiler import compile_triton
     from lowering.targets import get_target
@@ -343,8 +313,6 @@ def compile_hfusion_route(generated: GeneratedKernel, root: Path | None = None) 
     finally:
         shutil.rmtree(work, ignore_errors=True)
     types = _signature(llir, generated.name)
-    import hashlib
-
     key = hashlib.sha256(f"route2|{generated.digest}|{toolchain_versions()}".encode())
     library = root / "cpu" / f"{generated.name}_r2_{key.hexdigest()[:20]}.so"
     library.parent.mkdir(parents=True, exist_ok=True)

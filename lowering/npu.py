@@ -69,9 +69,7 @@ def launch(kernel: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any],
     fn = kernel.specialize({**specs, **{n: ConstSpec(lowered.extra["block"]) for n in chosen}})
     call: list[Any] = []
     for param in fn.params:
-        if param.role == "tensor":
-            call.append(bound[param.user_name])  # data_ptr() is its lowest address
-        elif param.role == "scalar":
+        if param.role in ("tensor", "scalar"):  # a tensor's data_ptr() is its lowest address
             call.append(bound[param.user_name])
         else:
             call.append(hidden_value(layouts, param))

@@ -119,17 +119,15 @@ def static_estimate(fn: Function) -> UBEstimate:
                 if size and op.kind != "const" and not splat:  # splats are free
                     copies = 2 if op.kind == "load" else 1
                     live[r.uid] = UBBuffer(_describe(r, op.kind), size * copies)
-            if op.kind == "store":
+            buffers = list(live.values())
+            if op.kind == "store":  # the value's staging copy, live at this op only
                 value = op.operands[3]
-                live[-op.results.__len__() - id(op)] = UBBuffer(
-                    _describe(value, "store staging"), _bytes(value))
-            total = sum(b.bytes for b in live.values())
+                buffers.append(UBBuffer(_describe(value, "store staging"), _bytes(value)))
+            total = sum(b.bytes for b in buffers)
             if total > best[0]:
-                best = (total, tuple(live.values()))
+                best = (total, tuple(buffers))
             for uid in [u for u in live if u in last_use and last_use[u] <= i]:
                 del live[uid]
-            for key in [k for k in live if k < 0]:
-                del live[key]
 
     scan(fn.body, {})
     return UBEstimate(best[0], best[1])
