@@ -43,6 +43,7 @@ from dsl.language import (
     where,
     zeros,
 )
+from dsl.options import Options
 from dsl.views import TensorView, as_view, broadcast_to
 
 __all__ = [
@@ -52,5 +53,5 @@ __all__ = [
     "exp", "full", "load", "log", "log1p", "max", "maximum", "min", "minimum",
     "num_programs", "program_id", "range", "sigmoid", "sqrt", "static_assert",
     "static_range", "store", "sum", "tile_range", "where", "zeros", "TensorView", "as_view",
-    "broadcast_to", "ScalarSpec", "TensorSpec", "tensor_spec",
+    "broadcast_to", "ScalarSpec", "TensorSpec", "tensor_spec", "Options",
 ]

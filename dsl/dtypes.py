@@ -87,6 +87,20 @@ def from_numpy(dtype: np.dtype | type) -> DType:
         raise TypeError(f"unsupported element type {key}; supported: {supported}") from None
 
 
+_TORCH_NAMES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
+                "float64": "float64", "int32": "int32", "int64": "int64", "bool": "int1"}
+
+
+def from_torch(dtype: object) -> DType:
+    """The DSL dtype of a torch dtype (read by name: torch need not be imported);
+    ``TypeError`` if there is none."""
+    name = str(dtype).removeprefix("torch.")
+    if name not in _TORCH_NAMES:
+        supported = ", ".join(d.name for d in ALL_DTYPES)
+        raise TypeError(f"unsupported element type {dtype}; supported: {supported}")
+    return by_name(_TORCH_NAMES[name])
+
+
 def by_name(name: str) -> DType:
     """Look a dtype up by its DSL name (``"float16"``, ``"bf16"`` and ``"fp32"`` also work)."""
     aliases = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32",

@@ -117,6 +117,13 @@ def _resolve_annotation(fn: Callable[..., Any], ann: Any) -> Any:
     return ann
 
 
+class InlinableKernel:
+    """Base of kernel objects (``dsl.jit.JITFunction``) whose ``source`` a kernel
+    may call: the call is inlined."""
+
+    source: KernelSource
+
+
 # ----------------------------------------------------------------------------- specialization
 
 
@@ -532,9 +539,7 @@ class _Visitor:
             return self.call_builtin(node, lang.cast, [fn.target, *args], kwargs)
         if getattr(fn, "__dsl_builtin__", False):
             return self.call_builtin(node, fn, args, kwargs)
-        from dsl.jit import JITFunction
-
-        if isinstance(fn, JITFunction):
+        if isinstance(fn, InlinableKernel):
             return self.inline_call(node, fn, args, kwargs)
         if fn in _PY_FUNCS:
             if fn is pybuiltins.abs and args and _is_value(args[0]):

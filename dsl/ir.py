@@ -7,33 +7,33 @@ Shape of the IR (an SSA form with nested regions, like a small MLIR):
   scalar arguments a view's layout needs (sizes, strides, base offset), which the
   launcher fills in. Constexpr arguments are gone: they were folded by the frontend.
 - ``Block``: an argument list and a list of ``Op``s executed in order.
-- ``Op``: ``kind`` (a name from ``dsl.opdefs`` or a structural kind listed below),
-  operand ``Value``s, result ``Value``s, ``attrs`` and a ``SourceLoc``. A ``for`` op
-  owns one region (its body block).
+- ``Op``: a ``kind`` registered in ``dsl.opdefs.OPS`` (its record gives the operand
+  roles, effects and typing rule), operand ``Value``s read by role, result
+  ``Value``s, ``attrs`` and a ``SourceLoc``. A ``for`` op owns one region (its
+  body block).
 - ``Value``: an SSA value with a ``Type`` (dtype + block shape; shape ``()`` is a
-  scalar) or a ``ViewType``.
+  scalar) or a ``ViewType``, and the list of ops that use it (kept exact by
+  ``Op``; ``replace_all_uses_with`` is linear in the number of uses).
 
 Every implicit conversion of the source language is explicit here: promotion is a
 ``cast`` op, broadcasting is a ``broadcast`` op, and each operand of an elementwise
 op has exactly the result's shape. A load or store of a view carries the logical
 index (used for bounds checks) and the physical offset the compiler derived from
-the view's layout.
-
-Structural op kinds (their semantics are not elementwise, so they are not in the
-op table): ``const``, ``arange``, ``program_id``, ``num_programs``, ``cast``,
-``broadcast``, ``expand_dims``, ``reduce``, ``load``, ``store``, ``for``, ``yield``.
+the view's layout. Removing an op from a block means ``op.erase()`` too, so that
+the use lists of its operands forget it (``verify`` checks them).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from dsl.dtypes import DType
 from dsl.errors import UNKNOWN_LOC, SourceLoc
 from dsl.layout import Layout
+from dsl.opdefs import OpDef, lookup
 
 
 @dataclass(frozen=True)
@@ -77,15 +77,19 @@ _ids = itertools.count()
 
 
 class Value:
-    """An SSA value. ``owner`` is the defining op, or None for a block argument."""
+    """An SSA value. ``owner`` is the defining op, or None for a block argument.
 
-    __slots__ = ("type", "name", "owner", "uid")
+    ``users`` are the ops that read it, kept up to date by ``Op`` (an op using the
+    value twice is listed once), so passes never recompute def-use chains."""
+
+    __slots__ = ("type", "name", "owner", "uid", "_uses")
 
     def __init__(self, type: Type | ViewType, name: str | None = None, owner: Op | None = None):
         self.type = type
         self.name = name
         self.owner = owner
         self.uid = next(_ids)
+        self._uses: dict[Op, int] = {}  # user -> number of its operand slots holding self
 
     @property
     def dtype(self) -> DType:
@@ -99,6 +103,32 @@ class Value:
     def rank(self) -> int:
         return len(self.type.shape)
 
+    @property
+    def users(self) -> list[Op]:
+        """The ops that use this value, in the order they started using it."""
+        return list(self._uses)
+
+    @property
+    def has_uses(self) -> bool:
+        return bool(self._uses)
+
+    def replace_all_uses_with(self, new: Value) -> None:
+        """Make every user read ``new`` instead; linear in the number of uses."""
+        if new is self:
+            return
+        for op in list(self._uses):
+            op._substitute(self, new)
+
+    def _add_use(self, op: Op) -> None:
+        self._uses[op] = self._uses.get(op, 0) + 1
+
+    def _drop_use(self, op: Op) -> None:
+        count = self._uses.get(op, 0)
+        if count <= 1:
+            self._uses.pop(op, None)
+        else:
+            self._uses[op] = count - 1
+
     def __repr__(self) -> str:
         return f"Value({self.name or self.uid}: {self.type})"
 
@@ -111,22 +141,196 @@ class Block:
     ops: list[Op] = field(default_factory=list)
 
 
-@dataclass(eq=False)
 class Op:
-    """One operation. See the module docstring for the structural kinds."""
+    """One operation of a registered kind (``dsl.opdefs.OPS``).
 
-    kind: str
-    operands: list[Value]
-    results: list[Value]
-    attrs: dict[str, Any] = field(default_factory=dict)
-    loc: SourceLoc = UNKNOWN_LOC
-    regions: list[Block] = field(default_factory=list)
+    Operands are read by role (``op.mask``, ``op.value``, ``op.operand("index")``)
+    through the kind's signature; ``operands`` is a read-only tuple and changes go
+    through ``set_operands``/``set_operand`` so that use lists stay exact."""
+
+    __slots__ = ("kind", "defn", "_operands", "results", "attrs", "loc", "regions")
+
+    def __init__(self, kind: str, operands: Sequence[Value], results: Sequence[Value] = (),
+                 attrs: dict[str, Any] | None = None, loc: SourceLoc = UNKNOWN_LOC,
+                 regions: Sequence[Block] = ()) -> None:
+        self.defn: OpDef = lookup(kind)
+        if not self.defn.signature.accepts(len(operands)):
+            raise IRVerificationError(f"{kind} takes operands ({_describe(self.defn)}), "
+                                      f"got {len(operands)}")
+        self.kind = kind
+        self._operands: tuple[Value, ...] = ()
+        self.results: list[Value] = list(results)
+        self.attrs: dict[str, Any] = dict(attrs or {})
+        self.loc = loc
+        self.regions: list[Block] = list(regions)
+        self.set_operands(operands)
+
+    @classmethod
+    def create(cls, kind: str, operands: Sequence[Value], result_types: Sequence[Type],
+               attrs: dict[str, Any] | None = None, loc: SourceLoc = UNKNOWN_LOC,
+               regions: Sequence[Block] = ()) -> Op:
+        """An op with fresh result values of ``result_types``."""
+        op = cls(kind, operands, (), attrs, loc, regions)
+        op.results = [Value(t, owner=op) for t in result_types]
+        return op
+
+    # -- operands
+
+    @property
+    def operands(self) -> tuple[Value, ...]:
+        return self._operands
+
+    def set_operands(self, operands: Sequence[Value]) -> None:
+        if not self.defn.signature.accepts(len(operands)):
+            raise IRVerificationError(f"{self.kind} takes operands ({_describe(self.defn)}), "
+                                      f"got {len(operands)}")
+        for old in self._operands:
+            old._drop_use(self)
+        self._operands = tuple(operands)
+        for new in self._operands:
+            new._add_use(self)
+
+    def operand(self, role: str) -> Value | None:
+        """The operand playing ``role`` (None for an absent optional role)."""
+        position = self.defn.signature.position(role, len(self._operands))
+        return None if position is None else self._operands[position]
+
+    def set_operand(self, role: str, value: Value) -> None:
+        """Replace the operand playing ``role`` (which must be present)."""
+        position = self.defn.signature.position(role, len(self._operands))
+        if position is None:
+            raise IRVerificationError(f"{self.kind} has no {role} operand to replace")
+        operands = list(self._operands)
+        operands[position] = value
+        self.set_operands(operands)
+
+    def drop_optional(self) -> None:
+        """Remove the optional operand group (a load's mask and other, a store's mask)."""
+        signature = self.defn.signature
+        self.set_operands(self._operands[:len(signature.required)])
+
+    def _substitute(self, old: Value, new: Value) -> None:
+        self.set_operands([new if v is old else v for v in self._operands])
+
+    def erase(self) -> None:
+        """Detach this op (and its regions' ops) from the use lists of its operands;
+        call when removing it from its block."""
+        for region in self.regions:
+            for op in region.ops:
+                op.erase()
+        for old in self._operands:
+            old._drop_use(self)
+        self._operands = ()
+
+    # -- roles of the structural kinds (None when absent)
+
+    def require(self, role: str) -> Value:
+        """The operand playing ``role``; IRVerificationError when it is absent."""
+        value = self.operand(role)
+        if value is None:
+            raise IRVerificationError(f"{self.kind} at line {self.loc.line} has no {role}")
+        return value
+
+    @property
+    def view(self) -> Value:
+        """The tensor a load or store accesses."""
+        return self.require("view")
+
+    @property
+    def index(self) -> Value:
+        """A load's or store's logical index (what bounds checks test)."""
+        return self.require("index")
+
+    @property
+    def offset(self) -> Value:
+        """A load's or store's physical element offset."""
+        return self.require("offset")
+
+    @property
+    def mask(self) -> Value | None:
+        return self.operand("mask")
+
+    @property
+    def other(self) -> Value | None:
+        return self.operand("other")
+
+    @property
+    def value(self) -> Value:
+        """The value a store writes."""
+        return self.require("value")
+
+    @property
+    def source(self) -> Value:
+        """The operand of a cast, broadcast, expand_dims or reduce."""
+        return self.require("source")
+
+    @property
+    def lhs(self) -> Value:
+        """The left operand of a binary elementwise op."""
+        return self.require("lhs")
+
+    @property
+    def rhs(self) -> Value:
+        """The right operand of a binary elementwise op."""
+        return self.require("rhs")
+
+    @property
+    def compute_dtype(self) -> DType:
+        """The dtype an elementwise op computes in: its operands' common dtype (for
+        ``where``, that of the selected values, not of the int1 condition)."""
+        roles = self.defn.signature.roles
+        return self.require(roles[-1]).dtype
+
+    @property
+    def start(self) -> Value:
+        return self.require("start")
+
+    @property
+    def end(self) -> Value:
+        return self.require("end")
+
+    @property
+    def step(self) -> Value:
+        return self.require("step")
+
+    @property
+    def inits(self) -> tuple[Value, ...]:
+        """A loop's initial carried values."""
+        return self._operands[len(self.defn.signature.required):]
+
+    @property
+    def masked(self) -> bool:
+        return self.operand("mask") is not None
+
+    @property
+    def tensor(self) -> str:
+        """Name of the tensor argument a load or store accesses."""
+        return self.view.name or ""
+
+    @property
+    def body(self) -> Block:
+        return self.regions[0]
 
     @property
     def result(self) -> Value:
         if len(self.results) != 1:
             raise ValueError(f"op {self.kind} has {len(self.results)} results")
         return self.results[0]
+
+    @property
+    def constant(self) -> object | None:
+        """The value of a constant op, else None."""
+        return self.attrs["value"] if self.defn.constant else None
+
+    def __repr__(self) -> str:
+        return f"Op({self.kind}, line {self.loc.line})"
+
+
+def _describe(defn: OpDef) -> str:
+    sig = defn.signature
+    parts = list(sig.required) + ([f"[{' '.join(sig.optional)}]"] if sig.optional else []) \
+        + ([f"*{sig.variadic}"] if sig.variadic else [])
+    return " ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -142,6 +346,10 @@ class Param:
     user_name: str
     of: str | None = None
     dim: int | None = None
+
+    @property
+    def hidden(self) -> bool:
+        return self.role not in ("tensor", "scalar")
 
 
 @dataclass(eq=False)
@@ -163,6 +371,7 @@ class Function:
 
 
 def walk_block(block: Block) -> Iterator[Op]:
+    """Ops of ``block`` and of every region nested in it, in program order."""
     for op in block.ops:
         yield op
         for region in op.regions:
@@ -205,20 +414,15 @@ def format_function(fn: Function) -> str:
     return "\n".join(lines)
 
 
-_ROLES = {"load": ("", "index", "offset", "mask", "other"),
-          "store": ("", "index", "offset", "value", "mask"),
-          "for": ("from", "to", "step")}
-
-
 def _format_operands(op: Op, name: _Namer) -> str:
-    """Operands, labelled by role where the position alone would not tell."""
-    roles = _ROLES.get(op.kind)
-    if roles is None:
+    """Operands, labelled by role for kinds whose registry record asks for it."""
+    if not op.defn.labelled:
         return ", ".join(name(o) for o in op.operands)
+    signature = op.defn.signature
     parts = []
     for i, operand in enumerate(op.operands):
-        role = roles[i] if i < len(roles) else "init"
-        parts.append(f"{role}={name(operand)}" if role else name(operand))
+        role = signature.label(i)
+        parts.append(name(operand) if role == "view" else f"{role}={name(operand)}")
     return " ".join(parts)
 
 
@@ -228,8 +432,7 @@ def _format_block(block: Block, name: _Namer, lines: list[str], indent: int) -> 
         results = ", ".join(name(r) for r in op.results)
         lhs = f"{results} = " if results else ""
         operands = _format_operands(op, name)
-        attrs = " ".join(f"{k}={_fmt_attr(v)}" for k, v in op.attrs.items()
-                         if k not in ("tensor", "masked"))
+        attrs = " ".join(f"{k}={_fmt_attr(v)}" for k, v in op.attrs.items())
         types = ", ".join(str(r.type) for r in op.results)
         text = f"{pad}{lhs}{op.kind}"
         if operands:
@@ -257,39 +460,45 @@ class IRVerificationError(Exception):
 
 
 def verify(fn: Function) -> None:
-    """Check the invariants backends rely on: every operand is defined before use
-    (in its block or an enclosing one), elementwise operands have the result's
-    shape, ``for`` regions yield values of the carried types, loads and stores name
-    a tensor parameter."""
-    from dsl.opdefs import OPS  # the op table imports nothing from here
+    """Check the invariants backends rely on: every op is of a registered kind with
+    its attributes and typing rule (``OpDef.check``); every operand is defined before
+    use, in its block or an enclosing one; loads and stores access a tensor
+    parameter; and every value's use list holds exactly the ops that read it."""
+    tensors = {p.value.uid for p in fn.params if p.role == "tensor"}
+    in_function: set[int] = set()
 
-    tensors = {p.user_name for p in fn.params if p.role == "tensor"}
+    def fail(op: Op, problem: str) -> IRVerificationError:
+        return IRVerificationError(f"{op.kind} at line {op.loc.line}: {problem}")
 
     def check_block(block: Block, visible: set[int]) -> None:
         defined = set(visible) | {a.uid for a in block.args}
         for op in block.ops:
+            in_function.add(id(op))
             for operand in op.operands:
                 if operand.uid not in defined:
-                    raise IRVerificationError(f"{op.kind} at line {op.loc.line} uses {operand} "
-                                              "before its definition")
-            if op.kind in OPS and op.kind != "where":
-                shapes = {o.shape for o in op.operands}
-                if shapes != {op.result.shape}:
-                    raise IRVerificationError(f"{op.kind} at line {op.loc.line}: operand "
-                                              f"shapes {shapes} differ from {op.result.shape}")
-            if op.kind in ("load", "store") and op.attrs.get("tensor") not in tensors:
-                raise IRVerificationError(f"{op.kind} of unknown tensor {op.attrs.get('tensor')}")
-            if op.kind == "for":
-                body = op.regions[0]
-                carried = [a.type for a in body.args[1:]]
-                if [r.type for r in op.results] != carried or \
-                        [o.type for o in op.operands[3:]] != carried:
-                    raise IRVerificationError(f"for at line {op.loc.line}: carried types differ")
-                last = body.ops[-1] if body.ops else None
-                if last is None or last.kind != "yield" or \
-                        [o.type for o in last.operands] != carried:
-                    raise IRVerificationError(f"for at line {op.loc.line}: bad yield")
-                check_block(body, defined)
+                    raise fail(op, f"uses {operand} before its definition")
+            missing = [a for a in op.defn.attrs if a not in op.attrs]
+            if missing:
+                raise fail(op, f"lacks attribute(s) {missing}")
+            if op.defn.results >= 0 and len(op.results) != op.defn.results:
+                raise fail(op, f"has {len(op.results)} results, expected {op.defn.results}")
+            if len(op.regions) != op.defn.regions:
+                raise fail(op, f"has {len(op.regions)} regions, expected {op.defn.regions}")
+            if "view" in op.defn.signature.roles and op.view.uid not in tensors:
+                raise fail(op, f"accesses {op.view}, which is not a tensor parameter")
+            problem = op.defn.check(op)
+            if problem:
+                raise fail(op, problem)
+            for region in op.regions:
+                check_block(region, defined)
             defined.update(r.uid for r in op.results)
 
     check_block(fn.body, set())
+    for op in fn.walk():
+        for operand in op.operands:
+            if op not in operand._uses:
+                raise fail(op, f"is missing from the use list of {operand}")
+        for value in op.results + [a for r in op.regions for a in r.args]:
+            for user in value._uses:
+                if id(user) not in in_function or value not in user.operands:
+                    raise fail(op, f"{value} lists a user that does not read it: {user}")

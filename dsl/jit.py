@@ -1,26 +1,27 @@
 """``@dsl.jit``: kernel objects, specialization, caching and launch.
 
-Launch data flow: ``kernel[grid](*args)`` or ``kernel(*args)`` ->
-``bind`` (arguments checked against the signature; tensors become ``TensorView``s
-and are coalesced; every runtime argument gets an ``ArgSpec``; omitted
-``dsl.block_size`` parameters are chosen) -> specialization key -> IR from the
-in-memory cache or from ``dsl.frontend.build_ir`` and ``dsl.passes.optimize`` ->
-launch checks (stored tensors are writeable and not broadcast) -> backend. Every
-check happens before the backend runs, so an invalid launch writes nothing.
+Launch data flow: ``kernel[grid](*args)``, ``kernel(*args)`` or
+``kernel.launch(*args, grid=, backend=, options=)`` -> ``bind`` (arguments checked
+against the signature; tensors become views: ``TensorView`` for NumPy arrays and
+CPU torch tensors, coalesced; ``DeviceTensorView`` for tensors in a device's
+memory; every runtime argument gets an ``ArgSpec``) -> the backend: tensors on a
+device go to that device's backend (``npu``), which chooses open block sizes
+for the chip and compiles; otherwise the launcher picks open ``dsl.block_size``
+parameters for the interpreter, builds the IR from the in-memory cache or with
+``dsl.frontend.build_ir`` and ``dsl.passes.optimize``, checks the launch (stored
+tensors are writeable and not broadcast) and hands the ``Launch`` to the
+execution backend the options name. Every check happens before a backend runs, so
+an invalid launch writes nothing.
 
-Backends: the NumPy interpreter (``lowering.interpreter``, the default for NumPy
-arrays and CPU torch tensors; ``DSL_INTERPRET=1`` forces it), compiled-CPU mode
-(``lowering.cpu``, chosen per call with ``kernel.launch(backend=...)`` or with
-``DSL_BACKEND``), and, for torch_npu tensors on an Ascend host, triton-ascend's NPU
-runtime (``lowering.npu``). ``kernel.lower()`` lowers a specialization to HIVM
-(``lowering.blocking``).
+Backends are looked up by name in the registry (``dsl.backends``): this module
+imports nothing from ``lowering``. Settings come from one ``dsl.options.Options``
+record, read from the environment when a call does not pass one.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -30,16 +31,23 @@ from typing import Any
 import numpy as np
 
 from dsl import dtypes as dt
+from dsl.backends import UnknownBackendError, get_backend
 from dsl.errors import DSLCompileError, DSLLaunchError
-from dsl.frontend import ArgSpec, ConstSpec, KernelSource, ScalarSpec, TensorSpec, build_ir
+from dsl.frontend import (
+    ArgSpec,
+    ConstSpec,
+    InlinableKernel,
+    KernelSource,
+    ScalarSpec,
+    TensorSpec,
+    build_ir,
+)
 from dsl.ir import Function, Param
+from dsl.opdefs import Effect
+from dsl.options import Options
 from dsl.passes import optimize
-from dsl.views import TensorView, as_view, is_torch_tensor
-
-# Ascend910B4 has 20 AI cores with 2 vector cores each (VECTOR_CORE_COUNT 40 in
-# bishengir's device spec, see lowering.targets); the launcher's default grid is one
-# program per vector core, as triton-ascend recommends.
-DEFAULT_PROGRAMS = 40
+from dsl.targets import DEFAULT_PROGRAMS, get_target
+from dsl.views import DeviceTensorView, TensorView, bind_view, is_torch_tensor
 
 Grid = int | Sequence[int] | Callable[[dict[str, Any]], Sequence[int]]
 
@@ -66,6 +74,34 @@ class Launch:
     tensors: dict[str, BoundTensor]
 
 
+@dataclass(frozen=True)
+class Binding:
+    """Arguments checked against a kernel's signature: the specialization of each
+    bound parameter, the runtime values (views for tensors), and the
+    ``dsl.block_size`` parameters the caller left for the launcher to choose."""
+
+    specs: dict[str, ArgSpec]
+    values: dict[str, Any]
+    open_blocks: frozenset[str]
+
+    @property
+    def device(self) -> str:
+        """``"cpu"``, or the device holding the tensor arguments (``"npu"``)."""
+        devices = {v.device for v in self.values.values() if isinstance(v, DeviceTensorView)}
+        if not devices:
+            return "cpu"
+        if len(devices) > 1 or any(isinstance(v, TensorView) for v in self.values.values()):
+            raise DSLLaunchError("tensor arguments live on different devices: "
+                                 f"{sorted(devices | {'cpu'})}")
+        return devices.pop()
+
+    def with_blocks(self, blocks: dict[str, int]) -> Binding:
+        """The binding with open block sizes chosen."""
+        specs = dict(self.specs)
+        specs.update((name, ConstSpec(int(block))) for name, block in blocks.items())
+        return Binding(specs, self.values, self.open_blocks - set(blocks))
+
+
 def _is_tensor(obj: Any) -> bool:
     return isinstance(obj, (np.ndarray, TensorView)) or is_torch_tensor(obj)
 
@@ -88,7 +124,7 @@ def _next_pow2(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length()
 
 
-class JITFunction:
+class JITFunction(InlinableKernel):
     """A kernel written in the DSL. Call it, or index it with a grid first."""
 
     def __init__(self, fn: Callable[..., Any]) -> None:
@@ -96,7 +132,6 @@ class JITFunction:
         self.source = KernelSource.parse(fn)
         self.source_text = inspect.getsource(fn)
         self._cache: dict[tuple, Function] = {}
-        self.lowered: dict[tuple, Any] = {}  # lowering results, see lowering.blocking
         functools.update_wrapper(self, fn)
 
     @property
@@ -113,24 +148,28 @@ class JITFunction:
         self._launch(args, kwargs, None)
 
     def launch(self, *args: Any, grid: Grid | None = None, backend: str | None = None,
-               **kwargs: Any) -> None:
-        """Launch with an explicit grid and execution mode: ``"interpreter"`` (the
-        NumPy interpreter), ``"compiled-cpu"`` (the lowered kernel compiled for this
-        CPU through triton-ascend's CPU target) or ``"compiled-cpu-hfusion"``
-        (through bishengir's HFusion IR; see ``lowering.cpu``). The default comes from
-        ``DSL_BACKEND``; ``DSL_INTERPRET=1`` forces the interpreter."""
-        self._launch(args, kwargs, grid, backend)
+               options: Options | None = None, **kwargs: Any) -> None:
+        """Launch with an explicit grid, execution backend and options. ``backend``
+        names a registered backend: ``"interpreter"`` (the NumPy interpreter),
+        ``"compiled-cpu"`` (the lowered kernel compiled for this CPU through
+        triton-ascend's CPU target) or ``"compiled-cpu-hfusion"`` (through bishengir's
+        HFusion IR; see ``lowering.cpu``). ``options`` defaults to
+        ``Options.from_env()``; ``backend`` overrides its ``backend`` field, and
+        ``force_interpreter`` (``DSL_INTERPRET=1``) overrides both."""
+        self._launch(args, kwargs, grid, backend, options)
 
-    # -- specialization
+    # -- binding and specialization
 
     def _def_error(self, message: str) -> DSLLaunchError:
         return DSLLaunchError(message, self.source.loc(self.source.tree), self.name)
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]
              ) -> tuple[dict[str, ArgSpec], dict[str, Any]]:
-        """Check arguments against the signature; return (specs, runtime values)."""
-        specs, values, _ = self._bind(args, kwargs)
-        return specs, values
+        """Check arguments against the signature; return (specs, runtime values),
+        with open block sizes chosen for the interpreter."""
+        binding = self.bind_arguments(args, kwargs)
+        binding = binding.with_blocks(self.interpreter_blocks(binding))
+        return binding.specs, binding.values
 
     def signature_bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """Arguments by parameter name (defaults applied; block sizes may be absent)."""
@@ -152,9 +191,9 @@ class JITFunction:
                 "compile-time values)")
         return spec
 
-    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]
-              ) -> tuple[dict[str, ArgSpec], dict[str, Any], set[str]]:
-        """``bind``, plus the names of the block sizes the launcher chose."""
+    def bind_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Binding:
+        """Check arguments against the signature and specialize each one; block
+        sizes the caller left out stay open (``Binding.open_blocks``)."""
         sig = inspect.Signature(self.source.params)
         blocks = self.source.block_size_params
         arguments = self.signature_bind(args, kwargs)
@@ -167,7 +206,7 @@ class JITFunction:
         values: dict[str, Any] = {}
         for p in self.source.params:
             if p.name not in arguments:
-                continue  # a block size, chosen below
+                continue  # an open block size
             value = arguments[p.name]
             if p.name in self.source.constexpr_params:
                 try:
@@ -182,7 +221,7 @@ class JITFunction:
                 specs[p.name] = value
             elif _is_tensor(value):
                 try:
-                    view = as_view(value)
+                    view = bind_view(value)
                 except (TypeError, ValueError) as exc:
                     raise self._def_error(f"argument {p.name!r}: {exc}") from None
                 specs[p.name] = TensorSpec(view.dtype, view.coalesced().layout)
@@ -190,19 +229,25 @@ class JITFunction:
             else:
                 specs[p.name] = self.scalar_spec(p.name, value)
                 values[p.name] = value
-        largest = max((v.numel for v in values.values() if isinstance(v, TensorView)), default=1)
-        chosen = {name for name in blocks if name not in specs}
-        for name in chosen:
-            specs[name] = ConstSpec(interpreter_block_size(largest))
-        ordered = {p.name: specs[p.name] for p in self.source.params}
-        return ordered, values, chosen
+        open_blocks = frozenset(name for name in blocks if name not in specs)
+        ordered = {p.name: specs[p.name] for p in self.source.params if p.name in specs}
+        return Binding(ordered, values, open_blocks)
 
-    def specialize(self, specs: dict[str, ArgSpec]) -> Function:
-        """The IR of one specialization, built on first use and cached in memory."""
-        key = tuple(specs.items())
+    def interpreter_blocks(self, binding: Binding) -> dict[str, int]:
+        """The launcher's choice for open block sizes on the CPU (see
+        ``interpreter_block_size``)."""
+        largest = max((v.numel for v in binding.values.values()
+                       if isinstance(v, (TensorView, DeviceTensorView))), default=1)
+        return {name: interpreter_block_size(largest) for name in binding.open_blocks}
+
+    def specialize(self, specs: dict[str, ArgSpec], options: Options | None = None) -> Function:
+        """The IR of one specialization (every parameter specialized), built on first
+        use and cached in memory."""
+        key = tuple((p.name, specs[p.name]) for p in self.source.params)
         fn = self._cache.get(key)
         if fn is None:
-            fn = optimize(build_ir(self.source, specs))
+            dump = (options or Options.from_env()).dump_ir
+            fn = optimize(build_ir(self.source, dict(key)), dump_ir=dump)
             self._cache[key] = fn
         return fn
 
@@ -214,7 +259,8 @@ class JITFunction:
         except DSLCompileError as err:
             raise _without_compiler_frames(err) from None
 
-    def lower(self, *args: Any, target: str | None = None, **kwargs: Any) -> Any:
+    def lower(self, *args: Any, target: str | None = None, options: Options | None = None,
+              **kwargs: Any) -> Any:
         """Lower one specialization to HIVM for ``target`` (default Ascend910B4).
 
         Arguments are given as for a launch: arrays, views or ``dsl.tensor_spec``
@@ -222,52 +268,71 @@ class JITFunction:
         ``dsl.block_size`` parameter left out is chosen to fit the target's UB.
         Returns a ``lowering.compiler.LoweredKernel`` (Triton source, TTIR, Linalg,
         HIVM, stage timings, UB estimate and measured use)."""
-        from lowering.blocking import lower_specialization
-        from lowering.targets import get_target
-
+        options = options or Options.from_env()
         try:
-            specs, _, chosen = self._bind(args, kwargs)
+            binding = self.bind_arguments(args, kwargs)
         except DSLCompileError as err:
             raise _without_compiler_frames(err) from None
-        return lower_specialization(self, specs, chosen, get_target(target))
+        return get_backend("hivm").lower(self, binding.specs, binding.open_blocks,
+                                         get_target(target), options)
 
     # -- launch
 
     def _launch(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Grid | None,
-                backend: str | None = None) -> None:
-        from lowering import npu
-
-        if not interpret_forced() and any(npu.is_npu_tensor(a)
-                                           for a in (*args, *kwargs.values())):
-            npu.launch(self, args, kwargs, grid)  # Ascend host only; see lowering.npu
-            return
+                backend: str | None = None, options: Options | None = None) -> None:
+        options = options or Options.from_env()
+        if backend is not None:
+            options = options.replace(backend=backend)
         try:
-            launch = self.prepare(args, kwargs, grid)
+            binding = self.bind_arguments(args, kwargs)
+            device = binding.device
+            if device != "cpu" and not options.force_interpreter:
+                # the device's backend chooses block sizes for its chip and compiles
+                self._device_backend(device).launch_on_device(self, binding, grid, options)
+                return
+            executor = _execution_backend(options)
+            launch = self.prepare_binding(binding.with_blocks(self.interpreter_blocks(binding)),
+                                          grid, options)
         except DSLCompileError as err:
             raise _without_compiler_frames(err) from None
         plans = _PLANS.get()
         if plans is not None:  # inside planning(): record, do not run
             plans.append(launch)
             return
-        mode = execution_mode(backend)
-        if mode.startswith("compiled-cpu"):
-            from lowering import cpu
+        executor.run(launch, options)
 
-            cpu.run(launch, route=2 if mode == "compiled-cpu-hfusion" else 1)
-            return
-        from lowering import interpreter
+    def _device_backend(self, device: str) -> Any:
+        try:
+            backend = get_backend(device)
+        except UnknownBackendError:
+            backend = None
+        if not hasattr(backend, "launch_on_device"):
+            raise self._def_error(f"kernel {self.name} got a tensor on device '{device}': no "
+                                  "registered backend launches kernels there (CPU tensors and "
+                                  "NumPy arrays run here; NPU tensors need torch_npu)")
+        return backend
 
-        interpreter.run(launch)
-
-    def prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Grid | None) -> Launch:
+    def prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Grid | None,
+                options: Options | None = None) -> Launch:
         """Bind, specialize and check a launch; nothing executes."""
-        specs, values = self.bind(args, kwargs)
-        fn = self.specialize(specs)
-        meta = {name: spec.value for name, spec in specs.items() if isinstance(spec, ConstSpec)}
-        grid3 = self._grid(grid, meta)
-        stored = {op.attrs["tensor"] for op in fn.walk() if op.kind == "store"}
+        binding = self.bind_arguments(args, kwargs)
+        return self.prepare_binding(binding.with_blocks(self.interpreter_blocks(binding)),
+                                    grid, options)
+
+    def prepare_binding(self, binding: Binding, grid: Grid | None,
+                        options: Options | None = None) -> Launch:
+        """Specialize and check a complete binding of host tensors; nothing executes."""
+        fn = self.specialize(binding.specs, options)
+        meta = {name: spec.value for name, spec in binding.specs.items()
+                if isinstance(spec, ConstSpec)}
+        grid3 = self.grid(grid, meta)
+        stored = {op.tensor for op in fn.walk() if op.defn.effect is Effect.WRITE}
         tensors: dict[str, BoundTensor] = {}
-        for name, value in values.items():
+        for name, value in binding.values.items():
+            if isinstance(value, DeviceTensorView):
+                raise self._def_error(f"argument {name!r} is a tensor on device "
+                                      f"'{value.device}': the {self.name} launch runs on the "
+                                      "CPU (DSL_INTERPRET=1 forces the interpreter)")
             if not isinstance(value, TensorView):
                 continue
             if name in stored:
@@ -279,6 +344,14 @@ class JITFunction:
             c = value.coalesced()
             tensors[name] = BoundTensor(name, value, value.kernel_buffer(), c.sizes, c.strides,
                                         c.base)
+        runtime = self.runtime_arguments(fn, binding.values, tensors)
+        return Launch(fn, tuple(runtime), grid3, tensors)
+
+    def runtime_arguments(self, fn: Function, values: dict[str, Any],
+                          tensors: dict[str, Any]) -> list[Any]:
+        """One runtime value per parameter of ``fn``: ``tensors[name]`` for a tensor
+        parameter (whatever the backend passes for it), the typed scalar for a scalar,
+        and the coalesced size, stride or base offset for a hidden layout parameter."""
         runtime: list[Any] = []
         for param in fn.params:
             if param.role == "tensor":
@@ -286,12 +359,16 @@ class JITFunction:
             elif param.role == "scalar":
                 runtime.append(param.value.dtype.np.type(values[param.user_name]))
             else:
-                runtime.append(param.value.dtype.np.type(hidden_value(tensors, param)))
-        return Launch(fn, tuple(runtime), grid3, tensors)
+                coalesced = values[param.of or ""].coalesced()
+                runtime.append(param.value.dtype.np.type(hidden_value(coalesced, param)))
+        return runtime
 
-    def _grid(self, grid: Grid | None, meta: dict[str, Any]) -> tuple[int, int, int]:
+    def grid(self, grid: Grid | None, meta: dict[str, Any], default: int = DEFAULT_PROGRAMS
+             ) -> tuple[int, int, int]:
+        """The launch grid as three positive integers (``default`` programs when
+        none is given; a callable grid receives the constexpr values)."""
         if grid is None:
-            grid = (DEFAULT_PROGRAMS,)
+            grid = (default,)
         if callable(grid):
             grid = grid(meta)
         if isinstance(grid, int):
@@ -304,15 +381,25 @@ class JITFunction:
         return dims  # type: ignore[return-value]
 
 
-def hidden_value(tensors: dict[str, Any], param: Param) -> int:
+def _execution_backend(options: Options) -> Any:
+    """The backend that runs CPU launches: the requested one is checked even when
+    ``force_interpreter`` overrides it, so a typo never passes silently."""
+    requested = get_backend(options.backend)  # UnknownBackendError names the registered
+    if not hasattr(requested, "run"):
+        raise UnknownBackendError(f"backend {options.backend!r} does not execute launches "
+                                  "on the CPU; choose interpreter, compiled-cpu or "
+                                  "compiled-cpu-hfusion")
+    return get_backend(options.execution_backend)
+
+
+def hidden_value(coalesced: Any, param: Param) -> int:
     """Runtime value of a hidden layout parameter (a size, stride or base offset) from
-    the coalesced view of its tensor (anything with ``sizes``, ``strides``, ``base``)."""
-    t = tensors[param.of or ""]
+    a coalesced view (anything with ``sizes``, ``strides`` and ``base``)."""
     if param.role == "size":
-        return t.sizes[param.dim or 0]
+        return coalesced.sizes[param.dim or 0]
     if param.role == "stride":
-        return t.strides[param.dim or 0]
-    return t.base
+        return coalesced.strides[param.dim or 0]
+    return coalesced.base
 
 
 _PLANS: ContextVar[list[Launch] | None] = ContextVar("dsl_plans", default=None)
@@ -352,20 +439,3 @@ def jit(fn: Callable[..., Any] | None = None) -> Any:
     if fn is None:
         return jit
     return JITFunction(fn)
-
-
-BACKENDS = ("interpreter", "compiled-cpu", "compiled-cpu-hfusion")
-
-
-def execution_mode(requested: str | None = None) -> str:
-    """The execution mode of a launch: ``DSL_INTERPRET=1`` forces the interpreter;
-    otherwise the request, else ``DSL_BACKEND``, else the interpreter."""
-    mode = requested or os.environ.get("DSL_BACKEND") or "interpreter"
-    if mode not in BACKENDS:
-        raise ValueError(f"unknown execution mode {mode!r}; choose from {', '.join(BACKENDS)}")
-    return "interpreter" if interpret_forced() else mode
-
-
-def interpret_forced() -> bool:
-    """True when ``DSL_INTERPRET=1`` asks for the NumPy interpreter."""
-    return os.environ.get("DSL_INTERPRET", "") not in ("", "0")

@@ -1,88 +1,137 @@
-"""The op table: what every elementwise IR op means in NumPy and how Triton spells it.
+"""The op registry: one record per IR op kind, structural and elementwise alike.
 
-This is the single source of truth for elementwise semantics. The interpreter
-evaluates ops with ``OpDef.evaluate``, the constant folder folds constants with the
-same function, and the Triton code generator emits ``OpDef.triton``. Operands
-arrive already promoted to a common dtype by ``dsl.semantic`` (see its numbered
-rules), so each function here sees operands of one dtype.
+Every kind the IR can hold is an ``OpDef`` in ``OPS``; ``dsl.ir.Op`` refuses any
+other. A record says everything the compiler knows about its kind:
 
-Numeric conventions, chosen to match what Triton lowers to:
-- Integer ``//`` and ``%`` truncate toward zero like C (``arith.divsi/remsi``);
-  float ``%`` is C ``fmod``.
-- Transcendental functions (exp, log, log1p, sqrt, the exp in sigmoid) are fp32
-  functions: evaluated in float64 and rounded to fp32, then to a 16-bit operand's
-  type. One definition, not the platform's: NumPy's float32 ``exp`` and the C
-  library's ``expf`` disagree in the last bit on a few percent of inputs, and
-  compiled-CPU mode (``lowering.cpu``) links these same definitions.
-- ``maximum``/``minimum`` on floats follow IEEE maxNum/minNum (a NaN operand is
-  ignored), Triton's default ``propagate_nan=NONE``.
-- Integer arithmetic wraps; float arithmetic follows IEEE (inf/NaN, no exceptions).
+- ``signature``: the operands by role name (``view index offset [mask other]``:
+  required roles, an optional group present together or not at all, a variadic
+  tail). ``Op`` derives its named accessors (``op.mask``, ``op.value``, ...) and
+  ``op.masked``-style facts from it, so no pass reads an operand by position.
+- ``effect``: ``PURE`` (may be folded, deduplicated, deleted when unused), ``READ``
+  (reads tensor memory: deletable when unused, never merged), ``WRITE`` (stores),
+  ``CONTROL`` (loops and terminators).
+- ``check``: the typing rule, as the invariant the verifier enforces on every op
+  of the kind (result dtype and shape from the operands and attributes).
+- ``index_roles``: the operands that decide *where* the op touches memory, or how
+  often a loop runs; the interpreter's bounds pre-pass follows only these.
+- ``lanewise``: lane i of the result is computed from lane i of every operand
+  (used to prove that masked-off lanes of a load are never observed). ``where`` is
+  conservatively not: it passes lanes through without computing on them.
+- ``elementwise``: for elementwise kinds, the NumPy meaning (``dsl.numerics``) and
+  the Triton spelling, shared by the interpreter, the constant folder and the code
+  generator.
+
+Backends own the rest: each keeps a handler table keyed by kind (the interpreter's
+``lowering.interpreter.HANDLERS``, the code generator's
+``lowering.triton_codegen.EMITTERS``, the UB model's ``lowering.ub.UB_RULES``), and
+``tests/test_registry.py`` fails when a table lacks a registered kind. Adding an op
+is one record here plus one handler per table (README, "How to add an op").
+
+This module imports nothing from ``dsl.ir`` at run time: ``check`` hooks receive
+ops and read them through their public attributes.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dsl import dtypes as dt
+from dsl import numerics as nm
 from dsl.dtypes import DType
 
-
-def _c_floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Integer division truncating toward zero (C semantics); x // 0 gives 0."""
-    safe_b = np.where(b == 0, 1, b)
-    q = np.floor_divide(a, safe_b)
-    adjust = (np.remainder(a, safe_b) != 0) & ((a < 0) != (safe_b < 0))
-    q = q + adjust.astype(q.dtype)
-    return np.where(b == 0, 0, q).astype(np.result_type(a, b))
+if TYPE_CHECKING:
+    from dsl.ir import Op
 
 
-def _c_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Integer remainder with the sign of the dividend (C semantics); x % 0 gives 0."""
-    safe_b = np.where(b == 0, 1, b)
-    return np.where(b == 0, 0, np.fmod(a, safe_b)).astype(np.result_type(a, b))
+class Effect(enum.Enum):
+    """What executing an op does besides producing its results."""
 
-
-def _fp32_math(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
-    """A transcendental function at fp32 precision: evaluated in float64 and rounded
-    to fp32 (correctly rounded but for ties that float64 cannot resolve), then, for a
-    16-bit operand, rounded to that type, as the lowered code computes it. fp64
-    operands are computed in float64."""
-
-    def run(x: np.ndarray, *, dtype: DType) -> np.ndarray:
-        if dtype.bits == 64:
-            return fn(x)
-        result = fn(x.astype(np.float64)).astype(np.float32)
-        return result if dtype.bits == 32 else result.astype(dtype.np)
-
-    return run
-
-
-def _sigmoid(x: np.ndarray, *, dtype: DType) -> np.ndarray:
-    """1 / (1 + exp(-x)) in fp32 arithmetic with the fp32 exp above (Triton's
-    definition of sigmoid), rounded to the operand type."""
-    if dtype.bits == 64:
-        return 1.0 / (1.0 + np.exp(-x))
-    x32 = x.astype(np.float32)
-    e = np.exp(-x32.astype(np.float64)).astype(np.float32)
-    one = np.float32(1)
-    result = one / (one + e)
-    return result if dtype.bits == 32 else result.astype(dtype.np)
+    PURE = "pure"
+    READ = "read"
+    WRITE = "write"
+    CONTROL = "control"
 
 
 @dataclass(frozen=True)
-class OpDef:
-    """Semantics of one elementwise op."""
+class Signature:
+    """Operand roles of a kind: ``required`` roles, then an ``optional`` group (all
+    present or all absent), then any number of ``variadic`` operands."""
 
-    name: str
-    arity: int
-    symbol: str  # Python spelling in the DSL (for messages)
+    required: tuple[str, ...]
+    optional: tuple[str, ...] = ()
+    variadic: str | None = None
+
+    @staticmethod
+    def parse(text: str) -> Signature:
+        """``"view index offset [mask other]"`` or ``"start end step *inits"``."""
+        required: list[str] = []
+        optional: list[str] = []
+        variadic = None
+        in_group = False
+        for word in text.split():
+            opens, closes = word.startswith("["), word.endswith("]")
+            name = word.strip("[]")
+            in_group = in_group or opens
+            if name.startswith("*"):
+                variadic = name[1:]
+            elif in_group:
+                optional.append(name)
+            else:
+                required.append(name)
+            in_group = in_group and not closes
+        return Signature(tuple(required), tuple(optional), variadic)
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        return self.required + self.optional
+
+    def accepts(self, count: int) -> bool:
+        """True when ``count`` operands fit the signature."""
+        fixed = len(self.required)
+        if self.variadic is not None:
+            return count >= fixed
+        return count in (fixed, fixed + len(self.optional))
+
+    def position(self, role: str, count: int) -> int | None:
+        """Operand index of ``role`` in an op with ``count`` operands (None when the
+        role is an optional one that is absent). KeyError for unknown roles."""
+        if role in self.required:
+            return self.required.index(role)
+        if role in self.optional:
+            present = count >= len(self.required) + len(self.optional)
+            return len(self.required) + self.optional.index(role) if present else None
+        raise KeyError(role)
+
+    def label(self, index: int) -> str:
+        """Role of the operand at ``index`` (the variadic name past the fixed ones)."""
+        roles = self.roles
+        return roles[index] if index < len(roles) else (self.variadic or f"#{index}")
+
+
+@dataclass(frozen=True)
+class Elementwise:
+    """The meaning of an elementwise kind: operands arrive promoted to one dtype
+    (``dsl.semantic``); ``numpy(*arrays, dtype=...)`` computes in that dtype."""
+
+    symbol: str  # spelling in the DSL, for messages
     triton: str  # format string over operand expressions {0}, {1}, {2}
     kinds: tuple[str, ...]  # operand kinds accepted after promotion: "float", "int", "bool"
-    result: str  # "same" (operand dtype) or "bool"
+    result: str  # "same" (the operand dtype) or "bool"
     numpy: Callable[..., np.ndarray]
-    ufunc: np.ufunc | None = None  # when ``numpy`` is exactly this ufunc: lets callers pass out=
+    ufunc: np.ufunc | None = None  # when ``numpy`` is exactly this ufunc: callers may pass out=
+    fp32_math: bool = False  # a 16-bit operand computes in fp32 and rounds back
+    fp32_when_16bit: bool = False  # 16-bit operands promote to fp32 (semantic rule 4)
+    neutral: int | None = None  # integer identity element (``x op neutral == x``)
+    neutral_left: bool = False  # also ``neutral op x == x``
+
+    @property
+    def arity(self) -> int:
+        return self.triton.count("{")
 
     def evaluate(self, *operands: np.ndarray, dtype: DType) -> np.ndarray:
         """Apply the op to NumPy operands that all have dtype ``dtype``."""
@@ -91,6 +140,205 @@ class OpDef:
         if self.result == "bool":
             return np.asarray(out, dtype=np.bool_)
         return np.asarray(out, dtype=dtype.np)
+
+
+@dataclass(frozen=True)
+class Combine:
+    """A reduction's combining function: its order-fixed NumPy meaning, Triton
+    spelling and accumulator dtype (rule 10 of ``dsl.semantic``)."""
+
+    name: str
+    numpy: Callable[[np.ndarray, int, np.dtype], np.ndarray]
+    triton: str
+    accumulates: bool  # sum widens to its accumulator; max/min keep the dtype
+
+    def accumulator(self, dtype: DType) -> DType:
+        if not self.accumulates:
+            return dtype
+        if dtype.is_int:
+            return dt.int64 if dtype == dt.int64 else dt.int32
+        return dt.float64 if dtype == dt.float64 else dt.float32
+
+
+COMBINES: dict[str, Combine] = {c.name: c for c in [
+    Combine("sum", nm.sum_in_order, "tl.sum", accumulates=True),
+    Combine("max", nm.max_ignoring_nan, "tl.max", accumulates=False),
+    Combine("min", nm.min_ignoring_nan, "tl.min", accumulates=False),
+]}
+
+
+Check = Callable[["Op"], "str | None"]
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """Everything the compiler knows about one op kind (see the module doc)."""
+
+    name: str
+    signature: Signature
+    effect: Effect
+    check: Check
+    doc: str
+    attrs: tuple[str, ...] = ()
+    results: int = 1
+    regions: int = 0
+    terminator: bool = False
+    constant: bool = False  # the result is attrs["value"]
+    labelled: bool = False  # the IR printer names operands by role
+    lanewise: bool = False
+    index_roles: tuple[str, ...] | None = None  # None: every operand
+    elementwise: Elementwise | None = None
+
+    @property
+    def is_elementwise(self) -> bool:
+        return self.elementwise is not None
+
+    @property
+    def is_pure(self) -> bool:
+        return self.effect is Effect.PURE
+
+    @property
+    def removable(self) -> bool:
+        """An op of this kind whose results are unused may be deleted."""
+        return self.effect in (Effect.PURE, Effect.READ)
+
+
+# ----------------------------------------------------------------------------- typing rules
+
+
+def _shape_of_operands(op: Op) -> str | None:
+    shapes = {o.shape for o in op.operands}
+    if shapes != {op.result.shape}:
+        return f"operand shapes {sorted(shapes)} differ from the result's {op.result.shape}"
+    return None
+
+
+def _check_elementwise(op: Op) -> str | None:
+    ew = op.defn.elementwise
+    assert ew is not None
+    problem = _shape_of_operands(op)
+    if problem:
+        return problem
+    values = op.operands[1:] if op.defn.name == "where" else op.operands
+    dtypes = {o.dtype for o in values}
+    if len(dtypes) != 1:
+        return f"operands of different dtypes {sorted(d.name for d in dtypes)}"
+    (dtype,) = dtypes
+    if dtype.kind not in ew.kinds:
+        return f"operand dtype {dtype.name} is not one of {ew.kinds}"
+    if op.defn.name == "where" and not op.operands[0].dtype.is_bool:
+        return "condition is not int1"
+    expected = dt.int1 if ew.result == "bool" else dtype
+    if op.result.dtype != expected:
+        return f"result dtype {op.result.dtype.name}, expected {expected.name}"
+    return None
+
+
+def _check_const(op: Op) -> str | None:
+    value = op.attrs["value"]
+    if not isinstance(value, (bool, int, float)):
+        return f"constant {value!r} is not a number"
+    return None
+
+
+def _check_arange(op: Op) -> str | None:
+    start, end = op.attrs["start"], op.attrs["end"]
+    if op.result.type.shape != (end - start,) or op.result.dtype != dt.int32:
+        return f"result {op.result.type} is not int32[{end - start}]"
+    return None
+
+
+def _check_program_index(op: Op) -> str | None:
+    if op.attrs["axis"] not in (0, 1, 2):
+        return f"axis {op.attrs['axis']} is not 0, 1 or 2"
+    if op.result.type.shape or op.result.dtype != dt.int32:
+        return f"result {op.result.type} is not an int32 scalar"
+    return None
+
+
+def _check_cast(op: Op) -> str | None:
+    if op.result.dtype != op.attrs["dtype"] or op.result.shape != op.source.shape:
+        return f"result {op.result.type} is not {op.source.shape} of {op.attrs['dtype']}"
+    return None
+
+
+def _check_broadcast(op: Op) -> str | None:
+    src, dst = op.source.shape, op.result.shape
+    if op.result.dtype != op.source.dtype or len(src) > len(dst) or any(
+            s not in (1, d) for s, d in zip(src[::-1], dst[::-1])):
+        return f"cannot broadcast {op.source.type} to {op.result.type}"
+    return None
+
+
+def _check_expand_dims(op: Op) -> str | None:
+    axis, src = op.attrs["axis"], op.source.shape
+    if op.result.type.shape != src[:axis] + (1,) + src[axis:] or \
+            op.result.dtype != op.source.dtype:
+        return f"result {op.result.type} is not {op.source.type} with a unit axis {axis}"
+    return None
+
+
+def _check_reduce(op: Op) -> str | None:
+    combine, axis, src = op.attrs["combine"], op.attrs["axis"], op.source.shape
+    if combine not in COMBINES:
+        return f"unknown combine {combine!r}"
+    if not 0 <= axis < len(src) or op.result.shape != src[:axis] + src[axis + 1:]:
+        return f"result {op.result.type} is not {op.source.type} without axis {axis}"
+    if op.result.dtype != op.source.dtype:
+        return "result dtype differs from the operand's (accumulate with an explicit cast)"
+    return None
+
+
+def _check_access(op: Op, data: Any) -> str | None:
+    from dsl.ir import ViewType  # the registry stays importable from dsl.ir
+
+    if not isinstance(op.view.type, ViewType):
+        return "the accessed operand is not a tensor argument"
+    index, offset, mask = op.index, op.offset, op.mask
+    if not index.dtype.is_int or index.dtype.is_bool or not offset.dtype.is_int:
+        return "index and offset must be integers"
+    shapes = {index.shape, offset.shape, data.shape} | ({mask.shape} if mask else set())
+    if len(shapes) != 1:
+        return f"index, offset, mask and data shapes differ: {sorted(shapes)}"
+    if mask is not None and not mask.dtype.is_bool:
+        return "mask is not int1"
+    if data.dtype != op.view.dtype:
+        return f"data dtype {data.dtype.name} differs from the tensor's {op.view.dtype.name}"
+    return None
+
+
+def _check_load(op: Op) -> str | None:
+    problem = _check_access(op, op.result)
+    if problem is None and op.other is not None and (
+            op.other.type != op.result.type):
+        return f"other is {op.other.type}, expected {op.result.type}"
+    return problem
+
+
+def _check_store(op: Op) -> str | None:
+    return _check_access(op, op.value)
+
+
+def _check_for(op: Op) -> str | None:
+    body = op.regions[0]
+    bounds = {o.dtype for o in (op.start, op.end, op.step)} | {body.args[0].dtype}
+    if len(bounds) != 1 or not next(iter(bounds)).is_int:
+        return "loop bounds and induction variable must share one integer dtype"
+    carried = [a.type for a in body.args[1:]]
+    if [r.type for r in op.results] != carried or [o.type for o in op.inits] != carried:
+        return "carried types differ"
+    last = body.ops[-1] if body.ops else None
+    if last is None or not last.defn.terminator or \
+            [o.type for o in last.operands] != carried:
+        return "the body does not end in a yield of the carried types"
+    return None
+
+
+def _no_check(op: Op) -> str | None:
+    return None
+
+
+# ----------------------------------------------------------------------------- records
 
 
 def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
@@ -102,7 +350,7 @@ def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
 
 
 def _mod(a: np.ndarray, b: np.ndarray, *, dtype: DType) -> np.ndarray:
-    return np.fmod(a, b) if dtype.is_float else _c_mod(a, b)
+    return np.fmod(a, b) if dtype.is_float else nm.c_mod(a, b)
 
 
 def _invert(a: np.ndarray, *, dtype: DType) -> np.ndarray:
@@ -112,72 +360,118 @@ def _invert(a: np.ndarray, *, dtype: DType) -> np.ndarray:
 _NUM = ("float", "int", "bool")
 _INT = ("int", "bool")
 _FLOAT = ("float",)
-
-OPS: dict[str, OpDef] = {
-    d.name: d
-    for d in [
-        OpDef("add", 2, "+", "{0} + {1}", _NUM, "same", _binary(np.add), np.add),
-        OpDef("sub", 2, "-", "{0} - {1}", _NUM, "same", _binary(np.subtract), np.subtract),
-        OpDef("mul", 2, "*", "{0} * {1}", _NUM, "same", _binary(np.multiply), np.multiply),
-        OpDef("truediv", 2, "/", "{0} / {1}", _FLOAT, "same", _binary(np.divide), np.divide),
-        OpDef("floordiv", 2, "//", "{0} // {1}", _INT, "same", _binary(_c_floordiv)),
-        OpDef("mod", 2, "%", "{0} % {1}", _NUM, "same", _mod),
-        OpDef("and", 2, "&", "{0} & {1}", _INT, "same", _binary(np.bitwise_and)),
-        OpDef("or", 2, "|", "{0} | {1}", _INT, "same", _binary(np.bitwise_or)),
-        OpDef("xor", 2, "^", "{0} ^ {1}", _INT, "same", _binary(np.bitwise_xor)),
-        OpDef("lt", 2, "<", "{0} < {1}", _NUM, "bool", _binary(np.less)),
-        OpDef("le", 2, "<=", "{0} <= {1}", _NUM, "bool", _binary(np.less_equal)),
-        OpDef("gt", 2, ">", "{0} > {1}", _NUM, "bool", _binary(np.greater)),
-        OpDef("ge", 2, ">=", "{0} >= {1}", _NUM, "bool", _binary(np.greater_equal)),
-        OpDef("eq", 2, "==", "{0} == {1}", _NUM, "bool", _binary(np.equal)),
-        OpDef("ne", 2, "!=", "{0} != {1}", _NUM, "bool", _binary(np.not_equal)),
-        OpDef("maximum", 2, "maximum", "tl.maximum({0}, {1})", _NUM, "same", _binary(np.fmax), np.fmax),
-        OpDef("minimum", 2, "minimum", "tl.minimum({0}, {1})", _NUM, "same", _binary(np.fmin), np.fmin),
-        OpDef("neg", 1, "-", "-{0}", ("float", "int"), "same", _unary(np.negative), np.negative),
-        OpDef("invert", 1, "~", "~{0}", _INT, "same", _invert),
-        OpDef("abs", 1, "abs", "tl.abs({0})", ("float", "int"), "same", _unary(np.abs)),
-        OpDef("exp", 1, "exp", "tl.exp({0})", _FLOAT, "same", _fp32_math(np.exp)),
-        OpDef("log", 1, "log", "tl.log({0})", _FLOAT, "same", _fp32_math(np.log)),
-        OpDef("log1p", 1, "log1p", "libdevice.log1p({0})", _FLOAT, "same", _fp32_math(np.log1p)),
-        OpDef("sqrt", 1, "sqrt", "tl.sqrt({0})", _FLOAT, "same", _fp32_math(np.sqrt)),
-        OpDef("sigmoid", 1, "sigmoid", "tl.sigmoid({0})", _FLOAT, "same", _sigmoid),
-        OpDef("where", 3, "where", "tl.where({0}, {1}, {2})", _NUM, "same",
-              lambda c, a, b, *, dtype: np.where(c, a, b)),
-    ]
-}
-
-# Ops whose fp16/bf16 operands are computed in fp32 (Triton has no native 16-bit
-# division or remainder); see rule 4 in dsl.semantic.
-COMPUTE_IN_FP32_WHEN_16BIT = frozenset({"truediv", "mod"})
+_BINARY, _UNARY = Signature(("lhs", "rhs")), Signature(("x",))
 
 
-_FP16_MIN_NORMAL = 2.0**-14
+def _ew(name: str, ew: Elementwise, doc: str, lanewise: bool = True) -> OpDef:
+    signature = {1: _UNARY, 2: _BINARY, 3: Signature(("condition", "x", "y"))}[ew.arity]
+    return OpDef(name, signature, Effect.PURE, _check_elementwise, doc, lanewise=lanewise,
+                 elementwise=ew)
 
 
-def _to_float16(x: np.ndarray) -> np.ndarray:
-    """Round float32/float64 to float16, nearest even, like ``astype``. NumPy's own
-    cast is ~20x slower for results in float16's subnormal range, so those are built
-    from their bits: a subnormal float16 is m * 2**-24 with m = rint(|x| * 2**24)
-    (m = 1024 is the smallest normal, 2**-14, whose bits are also 1024)."""
-    magnitude = np.abs(x)
-    tiny = magnitude < _FP16_MIN_NORMAL
-    if not tiny.any():
-        return x.astype(np.float16)
-    normal = np.where(tiny, 0, x).astype(np.float16).view(np.uint16)
-    mantissa = np.rint(np.minimum(magnitude, _FP16_MIN_NORMAL) * 2.0**24).astype(np.uint16)
-    subnormal = mantissa | (np.signbit(x).astype(np.uint16) << np.uint16(15))
-    return np.where(tiny, subnormal, normal).view(np.float16)
+_ELEMENTWISE = [
+    _ew("add", Elementwise("+", "{0} + {1}", _NUM, "same", _binary(np.add), np.add,
+                           neutral=0, neutral_left=True), "a + b (integers wrap)"),
+    _ew("sub", Elementwise("-", "{0} - {1}", _NUM, "same", _binary(np.subtract), np.subtract),
+        "a - b"),
+    _ew("mul", Elementwise("*", "{0} * {1}", _NUM, "same", _binary(np.multiply), np.multiply,
+                           neutral=1, neutral_left=True), "a * b"),
+    _ew("truediv", Elementwise("/", "{0} / {1}", _FLOAT, "same", _binary(np.divide), np.divide,
+                               fp32_when_16bit=True), "a / b in floating point"),
+    _ew("floordiv", Elementwise("//", "{0} // {1}", _INT, "same", _binary(nm.c_floordiv),
+                                neutral=1), "integer a // b, truncating like C"),
+    _ew("mod", Elementwise("%", "{0} % {1}", _NUM, "same", _mod, fp32_when_16bit=True),
+        "a % b with the dividend's sign (C)"),
+    _ew("and", Elementwise("&", "{0} & {1}", _INT, "same", _binary(np.bitwise_and)),
+        "bitwise and"),
+    _ew("or", Elementwise("|", "{0} | {1}", _INT, "same", _binary(np.bitwise_or)),
+        "bitwise or"),
+    _ew("xor", Elementwise("^", "{0} ^ {1}", _INT, "same", _binary(np.bitwise_xor)),
+        "bitwise xor"),
+    _ew("lt", Elementwise("<", "{0} < {1}", _NUM, "bool", _binary(np.less)), "a < b"),
+    _ew("le", Elementwise("<=", "{0} <= {1}", _NUM, "bool", _binary(np.less_equal)), "a <= b"),
+    _ew("gt", Elementwise(">", "{0} > {1}", _NUM, "bool", _binary(np.greater)), "a > b"),
+    _ew("ge", Elementwise(">=", "{0} >= {1}", _NUM, "bool", _binary(np.greater_equal)),
+        "a >= b"),
+    _ew("eq", Elementwise("==", "{0} == {1}", _NUM, "bool", _binary(np.equal)), "a == b"),
+    _ew("ne", Elementwise("!=", "{0} != {1}", _NUM, "bool", _binary(np.not_equal)), "a != b"),
+    _ew("maximum", Elementwise("maximum", "tl.maximum({0}, {1})", _NUM, "same",
+                               _binary(np.fmax), np.fmax),
+        "IEEE maxNum: a NaN operand is ignored (Triton's propagate_nan=NONE)"),
+    _ew("minimum", Elementwise("minimum", "tl.minimum({0}, {1})", _NUM, "same",
+                               _binary(np.fmin), np.fmin), "IEEE minNum"),
+    _ew("neg", Elementwise("-", "-{0}", ("float", "int"), "same", _unary(np.negative),
+                           np.negative), "-x"),
+    _ew("invert", Elementwise("~", "~{0}", _INT, "same", _invert),
+        "bitwise not; logical not on int1"),
+    _ew("abs", Elementwise("abs", "tl.abs({0})", ("float", "int"), "same", _unary(np.abs)),
+        "|x|"),
+    _ew("exp", Elementwise("exp", "tl.exp({0})", _FLOAT, "same", nm.fp32_math(np.exp),
+                           fp32_math=True), "e**x at fp32 precision"),
+    _ew("log", Elementwise("log", "tl.log({0})", _FLOAT, "same", nm.fp32_math(np.log),
+                           fp32_math=True), "natural log at fp32 precision"),
+    _ew("log1p", Elementwise("log1p", "libdevice.log1p({0})", _FLOAT, "same",
+                             nm.fp32_math(np.log1p), fp32_math=True),
+        "log(1 + x) at fp32 precision"),
+    _ew("sqrt", Elementwise("sqrt", "tl.sqrt({0})", _FLOAT, "same", nm.fp32_math(np.sqrt),
+                            fp32_math=True), "square root at fp32 precision"),
+    _ew("sigmoid", Elementwise("sigmoid", "tl.sigmoid({0})", _FLOAT, "same", nm.sigmoid,
+                               fp32_math=True), "1 / (1 + exp(-x)) in fp32"),
+    _ew("where", Elementwise("where", "tl.where({0}, {1}, {2})", _NUM, "same",
+                             lambda c, a, b, *, dtype: np.where(c, a, b)),
+        "x where condition else y", lanewise=False),
+]
+
+_STRUCTURAL = [
+    OpDef("const", Signature(()), Effect.PURE, _check_const,
+          "a constant scalar, or a block filled with one value", attrs=("value",),
+          constant=True),
+    OpDef("arange", Signature(()), Effect.PURE, _check_arange,
+          "int32 block [start, end)", attrs=("start", "end")),
+    OpDef("program_id", Signature(()), Effect.PURE, _check_program_index,
+          "this program's index along a grid axis", attrs=("axis",)),
+    OpDef("num_programs", Signature(()), Effect.PURE, _check_program_index,
+          "the grid's size along an axis", attrs=("axis",)),
+    OpDef("cast", Signature(("source",)), Effect.PURE, _check_cast,
+          "conversion to attrs['dtype'] (semantic rule 9; dsl.numerics.cast_array)",
+          attrs=("dtype",), lanewise=True),
+    OpDef("broadcast", Signature(("source",)), Effect.PURE, _check_broadcast,
+          "NumPy broadcast to the result's shape (leading unit axes added)", lanewise=True),
+    OpDef("expand_dims", Signature(("source",)), Effect.PURE, _check_expand_dims,
+          "a unit axis inserted at attrs['axis']", attrs=("axis",)),
+    OpDef("reduce", Signature(("source",)), Effect.PURE, _check_reduce,
+          "combine along attrs['axis'] with COMBINES[attrs['combine']], in index order",
+          attrs=("combine", "axis")),
+    OpDef("load", Signature.parse("view index offset [mask other]"), Effect.READ, _check_load,
+          "read the tensor at the physical offset; masked-off lanes give other; the "
+          "logical index is what bounds checks test", labelled=True,
+          index_roles=("index", "mask")),
+    OpDef("store", Signature.parse("view index offset value [mask]"), Effect.WRITE,
+          _check_store, "write value at the physical offset where mask holds",
+          results=0, labelled=True, index_roles=("index", "mask")),
+    OpDef("for", Signature.parse("start end step *inits"), Effect.CONTROL, _check_for,
+          "loop over range(start, end, step) carrying values (body arguments: the "
+          "induction variable, then the carried values)", results=-1, regions=1,
+          labelled=True, index_roles=("start", "end", "step")),
+    OpDef("yield", Signature.parse("*values"), Effect.CONTROL, _no_check,
+          "end of a loop body: the carried values for the next iteration", results=0,
+          terminator=True),
+]
+
+OPS: dict[str, OpDef] = {d.name: d for d in _STRUCTURAL + _ELEMENTWISE}
 
 
-def cast_array(x: np.ndarray, dtype: DType) -> np.ndarray:
-    """The ``cast`` op (rule 9 of dsl.semantic): round to nearest even between floats,
-    truncation toward zero from float to int, ``!= 0`` to int1."""
-    if dtype.is_bool:
-        return x != 0
-    if dtype.np == np.float16 and x.dtype in (np.float32, np.float64):
-        return _to_float16(x)
-    if dtype.is_int and x.dtype.kind not in "biu":  # from a float type (bf16 included)
-        with np.errstate(invalid="ignore"):
-            return np.trunc(x.astype(np.float64)).astype(dtype.np)
-    with np.errstate(over="ignore"):
-        return x.astype(dtype.np)
+def lookup(kind: str) -> OpDef:
+    """The record of ``kind``; ValueError names the registered kinds otherwise."""
+    try:
+        return OPS[kind]
+    except KeyError:
+        raise ValueError(f"unknown op kind {kind!r}; registered: {', '.join(OPS)}") from None
+
+
+def elementwise(kind: str) -> Elementwise:
+    """The elementwise meaning of ``kind`` (ValueError when it has none)."""
+    ew = lookup(kind).elementwise
+    if ew is None:
+        raise ValueError(f"op kind {kind!r} is not elementwise")
+    return ew

@@ -1,13 +1,16 @@
 """Passes over the typed IR, run on every specialization before either backend.
 
 Each pass is a named rewrite of a freshly built ``Function`` (in place) that keeps
-its meaning; ``optimize`` runs them in order and, with ``DSL_DUMP_IR=1``, prints
-the IR after each one. Both backends consume the result, so the interpreter checks
-exactly what is lowered.
+its meaning; ``optimize`` runs them in order and, with ``dump_ir`` (the options
+record, ``DSL_DUMP_IR=1``), prints the IR after each one. Both backends consume the
+result, so the interpreter checks exactly what is lowered. Passes read op kinds
+only through the registry (``dsl.opdefs``: effects, identities, elementwise
+meaning) and through their own handler tables below, and keep def-use exact
+through the IR's use lists.
 
 1. ``fold_constants``: an elementwise op, cast or broadcast whose operands are all
    constants becomes a constant (evaluated with the op table, ``dsl.opdefs``);
-   integer ``x + 0``, ``x * 1``, ``x // 1`` become ``x``.
+   integer ``x + 0``, ``x * 1``, ``x // 1`` become ``x`` (the records' identities).
 2. ``simplify_indices``: integer expressions that feed load/store offsets and
    masks are rewritten with sympy: leaves are integer symbols with the facts the IR
    knows (``arange(s, e)`` lies in ``[s, e)``, program ids, sizes and bases are
@@ -18,12 +21,14 @@ exactly what is lowered.
    non-negative, and only when it has fewer ops than the original.
 3. ``eliminate_common_subexpressions``: identical pure ops (same kind, operands,
    attributes, type) are computed once.
-4. ``eliminate_dead_code``: pure ops whose results are unused are removed.
+4. ``eliminate_dead_code``: pure ops and loads whose results are unused are removed.
+5. ``prune_hidden_params``: layout parameters (sizes, strides, bases) that no op
+   reads any more are dropped from the signature, so the launcher does not pass
+   them and generated code does not declare them.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 
@@ -32,39 +37,17 @@ import sympy
 
 from dsl import dtypes as dt
 from dsl.ir import Block, Function, Op, Type, Value, format_function, verify, walk_block
-from dsl.opdefs import OPS, cast_array
-
-_PURE = set(OPS) | {"const", "arange", "program_id", "num_programs", "cast", "broadcast",
-                    "expand_dims", "reduce"}
-
+from dsl.numerics import cast_array
 
 # ----------------------------------------------------------------------------- helpers
 
 
-def _uses(fn: Function) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    for op in fn.walk():
-        for v in op.operands:
-            counts[v.uid] = counts.get(v.uid, 0) + 1
-    return counts
-
-
-def _replace_all_uses(fn: Function, old: Value, new: Value) -> None:
-    for op in fn.walk():
-        op.operands = [new if v is old else v for v in op.operands]
-
-
 def _const_value(v: Value) -> object | None:
-    owner = v.owner
-    if owner is not None and owner.kind == "const":
-        return owner.attrs["value"]
-    return None
+    return v.owner.constant if v.owner is not None else None
 
 
 def _make_const(template: Op, value: object, type_: Type) -> Op:
-    op = Op("const", [], [], {"value": value}, template.loc)
-    op.results = [Value(type_, owner=op)]
-    return op
+    return Op.create("const", [], [type_], {"value": value}, template.loc)
 
 
 def _python_value(array: np.ndarray, dtype: dt.DType) -> object:
@@ -86,46 +69,79 @@ def fold_constants(fn: Function) -> None:
         for i, op in enumerate(block.ops):
             for region in op.regions:
                 visit(region)
-            folded = _fold(op)
+            folder = _FOLDERS.get(op.kind)
+            folded = folder(op) if folder is not None else None
             if folded is None:
                 continue
-            if isinstance(folded, Value):
-                _replace_all_uses(fn, op.result, folded)
+            if isinstance(folded, Value):  # an identity: the op dies in dead-code removal
+                op.result.replace_all_uses_with(folded)
                 continue
             block.ops[i] = folded
-            _replace_all_uses(fn, op.result, folded.result)
+            op.result.replace_all_uses_with(folded.result)
+            op.erase()
 
     visit(fn.body)
 
 
-def _fold(op: Op) -> Op | Value | None:
-    if op.kind not in OPS and op.kind not in ("cast", "broadcast"):
-        return None
+def _fold_elementwise(op: Op) -> Op | Value | None:
+    ew = op.defn.elementwise
+    assert ew is not None
     values = [_const_value(v) for v in op.operands]
-    if op.kind in ("add", "mul", "floordiv") and op.result.dtype.is_int \
-            and not op.result.dtype.is_bool:
-        neutral = 0 if op.kind == "add" else 1
-        a, b = op.operands
-        if values[1] == neutral and a.type == op.result.type:
+    dtype = op.result.dtype
+    if ew.neutral is not None and dtype.is_int and not dtype.is_bool:
+        a, b = op.lhs, op.rhs
+        if values[1] == ew.neutral and a.type == op.result.type:
             return a
-        if op.kind != "floordiv" and values[0] == neutral and b.type == op.result.type:
+        if ew.neutral_left and values[0] == ew.neutral and b.type == op.result.type:
             return b
     if any(v is None for v in values):
         return None
-    dtype = op.result.dtype
-    if op.kind == "broadcast":
-        return _make_const(op, values[0], op.result.type)
-    if op.kind == "cast":
-        src = op.operands[0].dtype
-        result = cast_array(np.asarray([values[0]], dtype=src.np), dtype)
-        return _make_const(op, _python_value(result, dtype), op.result.type)
-    operand_dtype = op.operands[-1].dtype
     arrays = [np.asarray([v], dtype=o.dtype.np) for v, o in zip(values, op.operands)]
-    result = OPS[op.kind].evaluate(*arrays, dtype=operand_dtype)
+    result = ew.evaluate(*arrays, dtype=op.compute_dtype)
     return _make_const(op, _python_value(result, dtype), op.result.type)
 
 
+def _fold_cast(op: Op) -> Op | None:
+    value = _const_value(op.source)
+    if value is None:
+        return None
+    dtype = op.result.dtype
+    result = cast_array(np.asarray([value], dtype=op.source.dtype.np), dtype)
+    return _make_const(op, _python_value(result, dtype), op.result.type)
+
+
+def _fold_broadcast(op: Op) -> Op | None:
+    value = _const_value(op.source)
+    return None if value is None else _make_const(op, value, op.result.type)
+
+
+def _elementwise_kinds() -> list[str]:
+    from dsl.opdefs import OPS
+
+    return [name for name, d in OPS.items() if d.is_elementwise]
+
+
+# Which kinds fold, and how (a pass's handler table).
+_FOLDERS: dict[str, Callable[[Op], Op | Value | None]] = {
+    "cast": _fold_cast, "broadcast": _fold_broadcast,
+    **{kind: _fold_elementwise for kind in _elementwise_kinds()},
+}
+
+
 # ----------------------------------------------------------------------------- 2. indices
+
+
+def _arange_range(op: Op) -> tuple[int | None, int | None]:
+    return op.attrs["start"], op.attrs["end"] - 1
+
+
+# Integer ranges of leaf ops (a pass's handler table); other leaves are unbounded.
+_LEAF_RANGES: dict[str, Callable[[Op], tuple[int | None, int | None]]] = {
+    "arange": _arange_range,
+    "program_id": lambda op: (0, None),
+    "num_programs": lambda op: (1, None),
+}
+_PARAM_RANGES = {"size": (1, None), "base": (0, None)}
 
 
 class _Ranges:
@@ -140,18 +156,9 @@ class _Ranges:
     def symbol(self, v: Value) -> sympy.Symbol:
         if v.uid in self.symbols:
             return self.symbols[v.uid]
-        lo: int | None = None
-        hi: int | None = None
-        owner = v.owner
-        role = self.roles.get(v.uid)
-        if owner is not None and owner.kind == "arange":
-            lo, hi = owner.attrs["start"], owner.attrs["end"] - 1
-        elif owner is not None and owner.kind in ("program_id",):
-            lo = 0
-        elif owner is not None and owner.kind == "num_programs" or role == "size":
-            lo = 1
-        elif role == "base":
-            lo = 0
+        leaf = _LEAF_RANGES.get(v.owner.kind) if v.owner is not None else None
+        lo, hi = leaf(v.owner) if leaf is not None and v.owner is not None else \
+            _PARAM_RANGES.get(self.roles.get(v.uid, ""), (None, None))
         kwargs = {"integer": True}
         if lo is not None and lo >= 0:
             kwargs["nonnegative"] = True
@@ -187,31 +194,61 @@ class _Ranges:
         return (sympy.Integer(0) if expr.is_nonnegative else None), None
 
 
-_LINEAR = {"add", "sub", "mul", "floordiv", "mod"}
+def _floor_of(a: sympy.Expr, b: sympy.Expr, ranges: _Ranges) -> sympy.Expr | None:
+    if _provably_nonnegative(a, ranges) and _provably_positive(b, ranges):
+        return sympy.floor(a / b)
+    return None  # C division of possibly negative operands: not sympy's floor
 
 
-def _to_sympy(v: Value, ranges: _Ranges, budget: list[int]) -> sympy.Expr:
-    budget[0] += 1
+def _mod_of(a: sympy.Expr, b: sympy.Expr, ranges: _Ranges) -> sympy.Expr | None:
+    if _provably_nonnegative(a, ranges) and _provably_positive(b, ranges):
+        return sympy.Mod(a, b)
+    return None
+
+
+# Integer ops sympy can reason about (a pass's handler table): operand expressions
+# -> the op's expression, or None when it must stay a leaf.
+_ARITHMETIC: dict[str, Callable[[sympy.Expr, sympy.Expr, _Ranges], sympy.Expr | None]] = {
+    "add": lambda a, b, r: a + b,
+    "sub": lambda a, b, r: a - b,
+    "mul": lambda a, b, r: a * b,
+    "floordiv": _floor_of,
+    "mod": _mod_of,
+}
+
+
+def _is_arithmetic(v: Value) -> bool:
     owner = v.owner
+    return owner is not None and owner.kind in _ARITHMETIC and v.dtype.is_int \
+        and not v.dtype.is_bool
+
+
+# Ops that carry an integer expression through unchanged (a pass's handler table):
+# the operand standing for the op's value, or None.
+_PASS_THROUGH: dict[str, Callable[[Op], Value | None]] = {
+    "broadcast": lambda op: op.source if op.source.dtype == op.result.dtype else None,
+}
+
+
+def _pass_through(v: Value) -> Value | None:
+    owner = v.owner
+    rule = _PASS_THROUGH.get(owner.kind) if owner is not None else None
+    return rule(owner) if rule is not None and owner is not None else None
+
+
+def _to_sympy(v: Value, ranges: _Ranges) -> sympy.Expr:
     value = _const_value(v)
     if value is not None and isinstance(value, int) and not isinstance(value, bool):
         return sympy.Integer(value)
-    if owner is not None and owner.kind == "broadcast" and owner.operands[0].dtype == v.dtype:
-        return _to_sympy(owner.operands[0], ranges, budget)
-    if owner is not None and owner.kind in _LINEAR and v.dtype.is_int and not v.dtype.is_bool:
-        a, b = (_to_sympy(o, ranges, budget) for o in owner.operands)
-        if owner.kind == "add":
-            return a + b
-        if owner.kind == "sub":
-            return a - b
-        if owner.kind == "mul":
-            return a * b
-        if owner.kind == "floordiv" and _provably_nonnegative(a, ranges) \
-                and _provably_positive(b, ranges):
-            return sympy.floor(a / b)
-        if owner.kind == "mod" and _provably_nonnegative(a, ranges) \
-                and _provably_positive(b, ranges):
-            return sympy.Mod(a, b)
+    source = _pass_through(v)
+    if source is not None:
+        return _to_sympy(source, ranges)
+    owner = v.owner
+    if owner is not None and _is_arithmetic(v):
+        lhs, rhs = _to_sympy(owner.lhs, ranges), _to_sympy(owner.rhs, ranges)
+        expr = _ARITHMETIC[owner.kind](lhs, rhs, ranges)
+        if expr is not None:
+            return expr
     return ranges.symbol(v)
 
 
@@ -248,25 +285,30 @@ def _range_rewrite(expr: sympy.Expr, ranges: _Ranges) -> sympy.Expr:
 
 
 def _count_ops(v: Value, seen: set[int]) -> int:
-    owner = v.owner
-    if owner is None or v.uid in seen or owner.kind not in _LINEAR | {"broadcast"}:
+    if v.uid in seen or v.owner is None or not (_is_arithmetic(v) or _pass_through(v) is not None):
         return 0
     seen.add(v.uid)
-    return 1 + sum(_count_ops(o, seen) for o in owner.operands)
+    return 1 + sum(_count_ops(o, seen) for o in v.owner.operands)
 
 
 class _Printer:
-    """Emits IR for a sympy expression before ``anchor`` in ``block``."""
+    """Emits IR for a sympy expression, to be placed before ``anchor``."""
 
-    def __init__(self, block: Block, anchor: Op, ranges: _Ranges, type_: Type) -> None:
-        self.block, self.anchor, self.ranges, self.type = block, anchor, ranges, type_
+    def __init__(self, anchor: Op, ranges: _Ranges, type_: Type) -> None:
+        self.anchor, self.ranges, self.type = anchor, ranges, type_
         self.new_ops: list[Op] = []
 
-    def emit(self, kind: str, operands: list[Value], attrs: dict | None = None) -> Value:
-        op = Op(kind, operands, [], dict(attrs or {}), self.anchor.loc)
-        op.results = [Value(self.type, owner=op)]
+    def emit(self, kind: str, operands: list[Value], attrs: dict | None = None,
+             type_: Type | None = None) -> Value:
+        op = Op.create(kind, operands, [type_ or self.type], attrs, self.anchor.loc)
         self.new_ops.append(op)
         return op.result
+
+    def discard(self) -> None:
+        """Forget the emitted ops (they were not used): leave the use lists exact."""
+        for op in self.new_ops:
+            op.erase()
+        self.new_ops.clear()
 
     def leaf(self, v: Value) -> Value:
         if v.type == self.type:
@@ -274,11 +316,8 @@ class _Printer:
         if v.type.dtype == self.type.dtype and not v.shape:
             return self.emit("broadcast", [v])
         if not v.shape:
-            scalar = Type(self.type.dtype)
-            cast = Op("cast", [v], [], {"dtype": self.type.dtype}, self.anchor.loc)
-            cast.results = [Value(scalar, owner=cast)]
-            self.new_ops.append(cast)
-            return self.emit("broadcast", [cast.result]) if self.type.shape else cast.result
+            cast = self.emit("cast", [v], {"dtype": self.type.dtype}, Type(self.type.dtype))
+            return self.emit("broadcast", [cast]) if self.type.shape else cast
         raise ValueError("cannot reuse a leaf of another shape")
 
     def print(self, e: sympy.Expr) -> Value:
@@ -286,17 +325,11 @@ class _Printer:
             return self.emit("const", [], {"value": int(e)})
         if e.is_Symbol:
             return self.leaf(self.ranges.leaves[e])
-        if e.is_Add:
+        if e.is_Add or e.is_Mul:
             terms = [self.print(a) for a in e.args]
             out = terms[0]
             for t in terms[1:]:
-                out = self.emit("add", [out, t])
-            return out
-        if e.is_Mul:
-            factors = [self.print(a) for a in e.args]
-            out = factors[0]
-            for f in factors[1:]:
-                out = self.emit("mul", [out, f])
+                out = self.emit("add" if e.is_Add else "mul", [out, t])
             return out
         if isinstance(e, sympy.Mod):
             return self.emit("mod", [self.print(e.args[0]), self.print(e.args[1])])
@@ -316,51 +349,58 @@ def simplify_indices(fn: Function) -> None:
             op = block.ops[i]
             for region in op.regions:
                 visit(region)
-            if op.kind in ("load", "store"):
-                for position in (1, 2):  # the logical index and the physical offset
-                    i += _simplify_operand(block, op, position, ranges)
+            if op.defn.index_roles is not None and "offset" in op.defn.signature.roles:
+                for role in ("index", "offset"):
+                    i += _simplify_operand(block, op, role, ranges)
                 _drop_true_mask(op, ranges)
             i += 1
 
     visit(fn.body)
 
 
-def _simplify_operand(block: Block, op: Op, position: int, ranges: _Ranges) -> int:
-    """Rewrite ``op.operands[position]`` if sympy finds a smaller equal expression;
+def _simplify_operand(block: Block, op: Op, role: str, ranges: _Ranges) -> int:
+    """Rewrite ``op``'s ``role`` operand if sympy finds a smaller equal expression;
     return the number of ops inserted before ``op``."""
-    offset = op.operands[position]
-    if offset.owner is None or offset.owner.kind not in _LINEAR:
+    offset = op.operand(role)
+    if offset is None or not _is_arithmetic(offset):
         return 0
+    printer = _Printer(op, ranges, offset.type)
     try:
-        budget = [0]
-        expr = _to_sympy(offset, ranges, budget)
+        expr = _to_sympy(offset, ranges)
         simpler = _range_rewrite(sympy.expand(expr), ranges)
         simpler = _range_rewrite(sympy.simplify(simpler), ranges)
         if simpler.has(sympy.Mod, sympy.floor) and any(
                 not _provably_nonnegative(a, ranges) for f in simpler.atoms(sympy.Mod)
                 for a in f.args):
             return 0
-        printer = _Printer(block, op, ranges, offset.type)
         new_offset = printer.print(simpler)
     except (ValueError, TypeError, RecursionError):
+        printer.discard()
         return 0
     if len(printer.new_ops) >= _count_ops(offset, set()):
+        printer.discard()
         return 0
     at = block.ops.index(op)
     block.ops[at:at] = printer.new_ops
-    op.operands[position] = new_offset
+    op.set_operand(role, new_offset)
     return len(printer.new_ops)
 
 
 def _drop_true_mask(op: Op, ranges: _Ranges) -> None:
     """A mask that is provably all true is removed (with ``other``, for loads)."""
-    if not op.attrs.get("masked"):
-        return
-    mask = op.operands[4 if op.kind == "store" else 3]
-    if not _provably_true(mask, ranges):
-        return
-    op.operands = op.operands[:4] if op.kind == "store" else op.operands[:3]
-    op.attrs = dict(op.attrs, masked=False)
+    mask = op.mask
+    if mask is not None and _provably_true(mask, ranges):
+        op.drop_optional()
+
+
+# Comparisons whose truth follows from the interval [lo, hi] of ``rhs - lhs``
+# (a pass's handler table).
+_TRUE_WHEN: dict[str, Callable[[sympy.Expr | None, sympy.Expr | None], bool]] = {
+    "lt": lambda lo, hi: lo is not None and lo >= 1,
+    "le": lambda lo, hi: lo is not None and lo >= 0,
+    "gt": lambda lo, hi: hi is not None and hi <= -1,
+    "ge": lambda lo, hi: hi is not None and hi <= 0,
+}
 
 
 def _provably_true(mask: Value, ranges: _Ranges) -> bool:
@@ -368,27 +408,20 @@ def _provably_true(mask: Value, ranges: _Ranges) -> bool:
     if value is not None:
         return bool(value)
     owner = mask.owner
-    if owner is None or owner.kind not in ("lt", "le", "ge", "gt"):
+    if owner is None or owner.kind not in _TRUE_WHEN:
         return False
-    a, b = owner.operands
+    a, b = owner.lhs, owner.rhs
     if not a.dtype.is_int or a.dtype.is_bool:
         return False
     try:
-        budget = [0]
-        diff = _to_sympy(b, ranges, budget) - _to_sympy(a, ranges, budget)  # b - a
+        diff = _to_sympy(b, ranges) - _to_sympy(a, ranges)
     except (ValueError, TypeError):
         return False
     lo, hi = ranges.interval(sympy.expand(diff))
-    if owner.kind == "lt":
-        return lo is not None and lo >= 1
-    if owner.kind == "le":
-        return lo is not None and lo >= 0
-    if owner.kind == "gt":
-        return hi is not None and hi <= -1
-    return hi is not None and hi <= 0
+    return _TRUE_WHEN[owner.kind](lo, hi)
 
 
-# ----------------------------------------------------------------------------- 3-4. cleanup
+# ----------------------------------------------------------------------------- 3-5. cleanup
 
 
 def eliminate_common_subexpressions(fn: Function) -> None:
@@ -405,10 +438,11 @@ def eliminate_common_subexpressions(fn: Function) -> None:
         for op in block.ops:
             for region in op.regions:
                 visit(region, scope)
-            if op.kind in _PURE and len(op.results) == 1 and not op.regions:
+            if op.defn.is_pure and len(op.results) == 1 and not op.regions:
                 k = key(op)
                 if k in scope:
-                    _replace_all_uses(fn, op.result, scope[k])
+                    op.result.replace_all_uses_with(scope[k])
+                    op.erase()
                     continue
                 scope[k] = op.result
             kept.append(op)
@@ -418,24 +452,30 @@ def eliminate_common_subexpressions(fn: Function) -> None:
 
 
 def eliminate_dead_code(fn: Function) -> None:
-    """Remove pure ops (loads included) whose results nothing uses."""
-    while _remove_unused(fn.body, _uses(fn)):
-        pass
+    """Remove pure ops and loads whose results nothing uses. One backward walk
+    suffices: a definition always precedes its uses, and erasing an op updates the
+    use lists of its operands before the walk reaches them."""
+
+    def visit(block: Block) -> None:
+        kept = []
+        for op in reversed(block.ops):
+            for region in op.regions:
+                visit(region)
+            if op.defn.removable and not any(r.has_uses for r in op.results):
+                op.erase()
+                continue
+            kept.append(op)
+        block.ops[:] = kept[::-1]
+
+    visit(fn.body)
 
 
-def _remove_unused(block: Block, uses: dict[int, int]) -> bool:
-    changed = False
-    kept = []
-    for op in block.ops:
-        for region in op.regions:
-            changed |= _remove_unused(region, uses)
-        if (op.kind in _PURE or op.kind == "load") and \
-                all(uses.get(r.uid, 0) == 0 for r in op.results):
-            changed = True
-            continue
-        kept.append(op)
-    block.ops[:] = kept
-    return changed
+def prune_hidden_params(fn: Function) -> None:
+    """Drop layout parameters no op reads (from the signature and the body's args)."""
+    unused = {id(p) for p in fn.params if p.hidden and not p.value.has_uses}
+    if unused:
+        fn.params = [p for p in fn.params if id(p) not in unused]
+        fn.body.args = [p.value for p in fn.params]
 
 
 PASSES: list[tuple[str, Callable[[Function], None]]] = [
@@ -444,21 +484,22 @@ PASSES: list[tuple[str, Callable[[Function], None]]] = [
     ("fold-constants", fold_constants),
     ("eliminate-common-subexpressions", eliminate_common_subexpressions),
     ("eliminate-dead-code", eliminate_dead_code),
+    ("prune-hidden-params", prune_hidden_params),
 ]
 
 
-def optimize(fn: Function) -> Function:
-    """Run the passes in order (in place); ``DSL_DUMP_IR=1`` prints the IR after each."""
-    dump = os.environ.get("DSL_DUMP_IR", "") not in ("", "0")
-    if dump:
+def optimize(fn: Function, dump_ir: bool = False) -> Function:
+    """Run the passes in order (in place), verifying after each; ``dump_ir`` prints
+    the IR after each to stderr."""
+    if dump_ir:
         print(f"// IR of {fn.name} after build\n{format_function(fn)}\n", file=sys.stderr)
     for name, run in PASSES:
         run(fn)
         verify(fn)
-        if dump:
+        if dump_ir:
             print(f"// IR of {fn.name} after {name}\n{format_function(fn)}\n", file=sys.stderr)
     return fn
 
 
 __all__ = ["optimize", "fold_constants", "simplify_indices", "eliminate_common_subexpressions",
-           "eliminate_dead_code", "walk_block"]
+           "eliminate_dead_code", "prune_hidden_params", "walk_block"]

@@ -43,7 +43,7 @@ from dsl import dtypes as dt
 from dsl.dtypes import DType
 from dsl.errors import UNKNOWN_LOC, DSLCompileError, SourceLoc
 from dsl.ir import Block, Op, Type, Value
-from dsl.opdefs import COMPUTE_IN_FP32_WHEN_16BIT, OPS
+from dsl.opdefs import COMBINES, elementwise
 
 PyScalar = bool | int | float
 Operand = Value | PyScalar
@@ -66,8 +66,7 @@ class Builder:
 
     def emit(self, kind: str, operands: list[Value], types: list[Type], *,
              attrs: dict[str, Any] | None = None, regions: list[Block] | None = None) -> Op:
-        op = Op(kind, list(operands), [], dict(attrs or {}), self.loc, list(regions or []))
-        op.results = [Value(t, owner=op) for t in types]
+        op = Op.create(kind, operands, types, attrs, self.loc, regions or ())
         self.block.ops.append(op)
         return op
 
@@ -130,10 +129,10 @@ def _operand_dtype(b: Builder, x: Operand, other: Operand) -> DType:
 def binary_dtypes(b: Builder, op: str, lhs: Operand, rhs: Operand) -> tuple[DType, DType]:
     """(operand dtype, result dtype) of a binary op (rules 1-5, 7)."""
     common = promote(_operand_dtype(b, lhs, rhs), _operand_dtype(b, rhs, lhs))
-    opdef = OPS[op]
-    if op == "truediv" and common.is_int:  # rule 4
+    opdef = elementwise(op)
+    if opdef.kinds == ("float",) and common.is_int:  # rule 4: '/' computes in floating point
         common = dt.float32
-    if op in COMPUTE_IN_FP32_WHEN_16BIT and common.is_float and common.bits < 32:
+    if opdef.fp32_when_16bit and common.is_float and common.bits < 32:
         common = dt.float32
     if common.kind not in opdef.kinds:
         raise b.error(f"operator '{opdef.symbol}' does not accept {common.name} operands "
@@ -211,14 +210,14 @@ def binary(b: Builder, op: str, lhs: Operand, rhs: Operand) -> Value:
     operand_dt, result_dt = binary_dtypes(b, op, lhs, rhs)
     lv = as_value(b, lhs, operand_dt)
     rv = as_value(b, rhs, operand_dt)
-    shape = broadcast_shapes(b, lv.shape, rv.shape, f"'{OPS[op].symbol}'")
+    shape = broadcast_shapes(b, lv.shape, rv.shape, f"'{elementwise(op).symbol}'")
     lv, rv = broadcast_to(b, lv, shape), broadcast_to(b, rv, shape)
     return b.emit(op, [lv, rv], [Type(result_dt, shape)]).result
 
 
 def unary(b: Builder, op: str, x: Operand) -> Value:
     """An elementwise unary op; float math on a Python scalar computes in float32."""
-    opdef = OPS[op]
+    opdef = elementwise(op)
     v = as_value(b, x)
     if v.dtype.kind not in opdef.kinds:
         raise b.error(f"{opdef.symbol} expects a floating-point operand, got {v.dtype.name}"
@@ -277,10 +276,7 @@ def reduce(b: Builder, combine: str, x: Operand, axis: int | None, keep_dims: bo
     v = as_value(b, x)
     if not v.shape:
         raise b.error(f"{combine}() needs a block operand, got a scalar")
-    if combine == "sum":
-        acc = dt.int64 if v.dtype == dt.int64 else dt.int32 if v.dtype.is_int else \
-            (dt.float64 if v.dtype == dt.float64 else dt.float32)
-        v = cast(b, v, acc)
+    v = cast(b, v, COMBINES[combine].accumulator(v.dtype))
     if axis is None:
         axes = list(range(v.rank))
     else:
@@ -381,8 +377,7 @@ def load(b: Builder, view: ViewArg, index: Operand, mask: Operand | None, other:
         operands.append(broadcast_to(b, fill, idx.shape))
     elif other is not None:
         raise b.error("load() got other= without mask=")
-    return b.emit("load", operands, [Type(view.dtype, idx.shape)],
-                  attrs={"tensor": view.name, "masked": m is not None}).result
+    return b.emit("load", operands, [Type(view.dtype, idx.shape)]).result
 
 
 def store(b: Builder, view: ViewArg, index: Operand, value: Operand, mask: Operand | None) -> None:
@@ -396,4 +391,4 @@ def store(b: Builder, view: ViewArg, index: Operand, value: Operand, mask: Opera
     offset = derive_offset(b, view, idx)
     m = _mask_value(b, mask, idx.shape)
     operands = [view.value, idx, offset, val] + ([m] if m is not None else [])
-    b.emit("store", operands, [], attrs={"tensor": view.name, "masked": m is not None})
+    b.emit("store", operands, [])

@@ -124,6 +124,48 @@ def as_view(obj: Any) -> TensorView:
     return TensorView(buffer, dtype, shape, strides, -lo)
 
 
+@dataclass(frozen=True, eq=False)
+class DeviceTensorView:
+    """A tensor in a device's memory (a torch_npu tensor): dtype, shape and element
+    strides, read without touching its data. Kernels bound to one are launched by
+    that device's backend, which passes ``tensor`` itself to the compiled kernel."""
+
+    tensor: Any
+    device: str
+    dtype: DType
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def is_broadcast(self) -> bool:
+        return self.numel > 0 and any(st == 0 and n > 1 for n, st in zip(self.shape, self.strides))
+
+    def coalesced(self) -> CoalescedView:
+        return classify(self.shape, self.strides)
+
+
+def device_of(obj: Any) -> str:
+    """``"cpu"`` for NumPy arrays, views and CPU torch tensors, else the torch device
+    type (``"npu"`` for a torch_npu tensor)."""
+    if is_torch_tensor(obj):
+        return str(obj.device.type)
+    return "cpu"
+
+
+def bind_view(obj: Any) -> TensorView | DeviceTensorView:
+    """The view a kernel argument is bound to: a host ``TensorView`` (no copy), or a
+    ``DeviceTensorView`` for a tensor in a device's memory."""
+    device = device_of(obj)
+    if device == "cpu":
+        return as_view(obj)
+    return DeviceTensorView(obj, device, dt.from_torch(obj.dtype), tuple(obj.shape),
+                            tuple(obj.stride()))
+
+
 def broadcast_shape_ok(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
     """True when ``shape`` broadcasts to exactly ``target`` (NumPy rules)."""
     if len(shape) > len(target):

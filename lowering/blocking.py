@@ -10,7 +10,8 @@ is calibrated from two small probe compiles (``lowering.ub.Calibration``), then:
 Kernels without a block-size parameter are checked with the static estimate.
 
 Every lowering goes through the on-disk cache (``lowering.cache``) and an
-in-memory cache on the kernel object.
+in-memory cache that the caller owns (the ``hivm`` backend's, in
+``lowering.backends``).
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dsl.frontend import ArgSpec, ConstSpec
+from dsl.options import Options
+from dsl.targets import Target
 from lowering import cache, ub
 from lowering.compiler import LoweredKernel, lower
-from lowering.targets import Target
+from lowering.triton_codegen import generate
 
 if TYPE_CHECKING:
     from dsl.jit import JITFunction
@@ -29,49 +32,55 @@ if TYPE_CHECKING:
 PROBE_BLOCKS = (256, 512)
 MIN_BLOCK, MAX_BLOCK = 256, 1 << 16
 
+MemoryCache = dict[str, LoweredKernel]
+
 
 def _lower_cached(kernel: JITFunction, specs: dict[str, ArgSpec], target: Target,
-                  estimate: int | None, root: Path | None) -> LoweredKernel:
-    fn = kernel.specialize(specs)
-    from lowering.triton_codegen import generate
-
+                  estimate: int | None, root: Path, memory: MemoryCache,
+                  options: Options) -> LoweredKernel:
+    fn = kernel.specialize(specs, options)
     key = cache.cache_key(generate(fn).digest, kernel.source_text, repr(fn.specialization),
                           target.name, f"ub_estimate={estimate}")
-    memory_key = (key,)
-    hit = kernel.lowered.get(memory_key)
+    hit = memory.get(key)
     if hit is not None:
         return hit
     lowered, compiled = cache.load_or_compile(key, lambda: lower(fn, target, root, estimate),
                                               root)
     lowered.extra["compiled_now"] = compiled
-    kernel.lowered[memory_key] = lowered
+    memory[key] = lowered
     return lowered
 
 
 def calibrate(kernel: JITFunction, specs: dict[str, ArgSpec], block_param: str,
-              target: Target, root: Path | None) -> ub.Calibration:
+              target: Target, root: Path, memory: MemoryCache, options: Options
+              ) -> ub.Calibration:
     """UB bytes as a function of the block size, from two probe compiles."""
     probes = []
     for block in PROBE_BLOCKS:
         probe = dict(specs, **{block_param: ConstSpec(block)})
-        lowered = _lower_cached(kernel, probe, target, None, root)
+        lowered = _lower_cached(kernel, probe, target, None, root, memory, options)
         probes.append((block, lowered.ub_measured_bytes))
     return ub.Calibration.fit(probes)
 
 
-def lower_specialization(kernel: JITFunction, specs: dict[str, ArgSpec], chosen: set[str],
-                         target: Target, root: Path | None = None) -> LoweredKernel:
-    """Lower one specialization; ``chosen`` names block sizes the caller left open."""
+def lower_specialization(kernel: JITFunction, specs: dict[str, ArgSpec], open_blocks: Any,
+                         target: Target, options: Options | None = None,
+                         memory: MemoryCache | None = None) -> LoweredKernel:
+    """Lower one specialization; ``open_blocks`` names the block sizes the caller
+    left to be chosen (absent from ``specs`` or given as placeholders)."""
+    options = options or Options.from_env()
+    memory = {} if memory is None else memory
+    root = options.cache_root
     blocks = sorted(kernel.source.block_size_params)
     if not blocks:
-        return _lower_cached(kernel, specs, target, None, root)
+        return _lower_cached(kernel, specs, target, None, root, memory, options)
     if len(blocks) > 1:
         raise ValueError(f"kernel {kernel.name}: UB-aware blocking supports one "
                          f"dsl.block_size parameter, found {blocks}")
     name = blocks[0]
     capacity = target.ub_bytes or 0
-    calibration = calibrate(kernel, specs, name, target, root)
-    if name in chosen:
+    calibration = calibrate(kernel, specs, name, target, root, memory, options)
+    if name in open_blocks:
         block = MIN_BLOCK
         while block * 2 <= MAX_BLOCK and calibration.bytes_at(block * 2) <= capacity:
             block *= 2
@@ -79,9 +88,9 @@ def lower_specialization(kernel: JITFunction, specs: dict[str, ArgSpec], chosen:
     block = specs[name].value  # type: ignore[union-attr]
     needed = calibration.bytes_at(block)
     if capacity and needed > capacity:
-        fn = kernel.specialize(specs)
+        fn = kernel.specialize(specs, options)
         raise ub.UBOverflowError(fn.name, target, needed, block, ub.static_estimate(fn))
-    lowered = _lower_cached(kernel, specs, target, needed, root)
+    lowered = _lower_cached(kernel, specs, target, needed, root, memory, options)
     lowered.extra["calibration"] = {"fixed": calibration.fixed,
                                     "per_element": calibration.per_element,
                                     "probes": [list(p) for p in calibration.probes]}

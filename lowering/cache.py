@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from dsl.errors import SourceLoc
+from dsl.targets import get_target
 from lowering.compiler import LoweredKernel, StageReport, cache_dir, toolchain_versions
-from lowering.targets import get_target
 from lowering.triton_codegen import GeneratedKernel
 
 FORMAT = 1

@@ -4,7 +4,8 @@ Stages (each timed, each failure reported with its stage name and, where the
 toolchain gives a location in the generated file, the user's kernel line):
 
 1. ``triton``: ``lowering.triton_codegen`` writes the source, content-addressed,
-   into the cache folder (``DSL_CACHE_DIR``, default ``~/.cache/ascend-dsl``) and
+   into the cache folder (``Options.cache_root``: ``DSL_CACHE_DIR``, default
+   ``~/.cache/ascend-dsl``) and
    imports it (``triton.jit`` needs a real file).
 2. ``ttir``: triton-ascend's ``ASTSource.make_ir`` and ``make_ttir``.
 3. ``linalg``: triton-ascend's ``ttir_to_linalg`` (runs ``triton-adapter-opt``).
@@ -25,10 +26,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,24 +35,15 @@ from typing import Any
 
 from dsl.errors import DSLError, SourceLoc
 from dsl.ir import Function
+from dsl.options import Options
+from dsl.targets import Target
 from lowering import ub
-from lowering.targets import Target
+from lowering.toolrun import LoweringError, ToolchainMissing, failure_text, run_tool, workdir
 from lowering.triton_codegen import GeneratedKernel, generate
 
-
-class LoweringError(DSLError):
-    """A lowering stage failed. ``stage`` names it; ``loc`` is the user's kernel line
-    when the toolchain reported a location in the generated code."""
-
-    def __init__(self, stage: str, message: str, loc: SourceLoc | None = None) -> None:
-        self.stage = stage
-        self.loc = loc
-        where = f"\n{loc}: in your kernel:\n{loc.excerpt()}" if loc else ""
-        super().__init__(f"lowering stage '{stage}' failed: {message.strip()}{where}")
-
-
-class ToolchainMissing(LoweringError):
-    """triton-ascend or ascendnpu-ir is not installed."""
+__all__ = ["LoweringError", "ToolchainMissing", "LoweredKernel", "StageReport", "lower",
+           "compile_triton", "run_bishengir", "toolchain", "toolchain_versions", "cache_dir",
+           "write_source", "import_kernel", "user_location", "TritonFrontEnd"]
 
 
 @dataclass
@@ -101,9 +91,9 @@ class LoweredKernel:
                 f"capacity {cap} B; estimate/measured {ratio}")
 
 
-def cache_dir() -> Path:
-    root = os.environ.get("DSL_CACHE_DIR") or os.path.join(Path.home(), ".cache", "ascend-dsl")
-    return Path(root)
+def cache_dir(options: Options | None = None) -> Path:
+    """The cache folder the options name (``DSL_CACHE_DIR`` when none are given)."""
+    return (options or Options.from_env()).cache_root
 
 
 def toolchain() -> tuple[Any, Path]:
@@ -294,23 +284,20 @@ def compile_triton(jit_fn: Any, signature: dict[str, str], constants: dict[str, 
 def run_bishengir(bishengir: Path, linalg: str, target: Target,
                   locate: Any = lambda text: None) -> str:
     """bishengir-compile to HIVM; returns the HIVM text (see the module doc)."""
-    work = Path(tempfile.mkdtemp(prefix="ascend-dsl-bishengir-"))
-    try:
+    with workdir("bishengir") as work:
         source = work / "kernel.linalg.mlir"
         source.write_text(linalg)
         temps = work / "temps"
         temps.mkdir()
-        command = [str(bishengir), str(source), f"--target={target.name}",
-                   "--enable-hfusion-compile=true", "--enable-hivm-compile=true",
-                   "--enable-triton-kernel-compile=true", "--enable-auto-multi-buffer=True",
-                   "--enable-auto-bind-sub-block=True", f"--save-temps={temps}",
-                   "-o", str(work / "kernel")]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        # Without CANN it exits 1 ("External hivmc run fails") after writing the HIVM.
+        done = run_tool("hivm", [bishengir, source, f"--target={target.name}",
+                                 "--enable-hfusion-compile=true", "--enable-hivm-compile=true",
+                                 "--enable-triton-kernel-compile=true",
+                                 "--enable-auto-multi-buffer=True",
+                                 "--enable-auto-bind-sub-block=True", f"--save-temps={temps}",
+                                 "-o", work / "kernel"], check=False)
         hivm = temps / "module.hivm.opt.mlir"
         if hivm.exists():
             return hivm.read_text()
-        detail = (done.stderr or done.stdout)[-4000:]
-        raise LoweringError("hivm", detail or f"bishengir-compile exited {done.returncode}",
-                            locate(detail))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        detail = failure_text(done)
+        raise LoweringError("hivm", detail, locate(detail))

@@ -8,7 +8,10 @@ an object file that ``gcc`` links into a shared object with a small runtime shim
 Four things had to be supplied around triton-ascend 3.2.0 (found by hand, see the
 issue): the Linalg stage reads option keys the CPU options lack (added to the
 metadata here); its CPU assembly step links an aarch64-only libclc bitcode file
-(not used: this module runs ``llc`` itself); the object needs ``memrefCopy`` (MLIR's
+(not used: this module runs ``llc`` itself); its Linalg-to-LLVM step finds MLIR
+through the ``MLIR_ROOT``/``LLVM_ROOT`` environment variables, so it runs in a child
+process given them (``lowering.llir_stage``: this process's environment is never
+written); the object needs ``memrefCopy`` (MLIR's
 C runner utility), ``__truncsfbf2`` (fp32 -> bf16, round to nearest even) and, for
 kernels using ``log1p``, ``__hmf_log1pf`` (Ascend's math library), all in the shim,
 which also gives the kernel the project's fp32 ``expf``/``logf``/``log1pf``
@@ -24,8 +27,9 @@ parameters, then ``num_programs`` x, y, z and ``program_id`` x, y, z as i32. A l
 calls it once per program of the grid, after the interpreter's bounds pre-pass;
 programs run on the worker threads when the pre-pass proved their stores disjoint.
 
-Shared objects are cached on disk under ``<DSL_CACHE_DIR>/cpu`` keyed by the
-generated source and the toolchain versions, and in memory once loaded.
+Shared objects are cached on disk under ``<cache folder>/cpu`` keyed by the
+generated source, the toolchain versions and the LLVM root, and in memory once
+loaded. The LLVM installation is ``Options.llvm_root`` (``DSL_LLVM_ROOT``).
 """
 
 from __future__ import annotations
@@ -35,8 +39,7 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
-import tempfile
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,22 +48,24 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dsl.errors import DSLError
+from dsl.options import Options
+from dsl.targets import get_target
+from lowering import workers
 from lowering.compiler import (
-    LoweringError,
     StageReport,
     TritonFrontEnd,
-    cache_dir,
+    compile_triton,
     import_kernel,
     toolchain,
     toolchain_versions,
     write_source,
 )
+from lowering.interpreter import Interpreter
+from lowering.toolrun import LoweringError, failure_text, run_tool, workdir
 from lowering.triton_codegen import GeneratedKernel, generate
 
 if TYPE_CHECKING:
     from dsl.jit import Launch
-
-LLVM_ROOT = Path(os.environ.get("DSL_LLVM_ROOT", "/usr/lib/llvm-19"))
 
 _SHIM_C = r"""
 #include <math.h>
@@ -143,8 +148,11 @@ class CPUKernel:
         return self._function
 
 
-def llvm_tools() -> dict[str, Path]:
-    tools = {name: LLVM_ROOT / "bin" / name for name in ("mlir-opt", "mlir-translate", "llc")}
+def llvm_tools(llvm_root: Path | None = None) -> dict[str, Path]:
+    """mlir-opt, mlir-translate and llc under ``llvm_root`` (default: the options'
+    ``llvm_root``); CompiledCPUError naming what is missing (gcc included)."""
+    llvm_root = llvm_root or Options.from_env().llvm_root
+    tools = {name: llvm_root / "bin" / name for name in ("mlir-opt", "mlir-translate", "llc")}
     missing = [str(p) for p in tools.values() if not p.exists()]
     if missing or shutil.which("gcc") is None:
         raise CompiledCPUError(
@@ -164,22 +172,23 @@ def _signature(llir: str, name: str) -> list[str]:
     return types
 
 
-def compile_cpu(generated: GeneratedKernel, root: Path | None = None) -> CPUKernel:
+def compile_cpu(generated: GeneratedKernel, root: Path | None = None,
+                options: Options | None = None) -> CPUKernel:
     """Compile generated Triton source to a shared object (cached on disk)."""
-    tools = llvm_tools()
+    options = options or Options.from_env()
+    tools = llvm_tools(options.llvm_root)
     toolchain()
-    root = root or cache_dir()
+    root = root or options.cache_root
     folder = root / "cpu"
     folder.mkdir(parents=True, exist_ok=True)
-    key = hashlib.sha256(f"{generated.digest}|{toolchain_versions()}|{LLVM_ROOT}".encode())
+    key = hashlib.sha256(f"{generated.digest}|{toolchain_versions()}|{options.llvm_root}"
+                         .encode())
     library = folder / f"{generated.name}_{key.hexdigest()[:20]}.so"
     signature_file = library.with_suffix(".sig")
     if library.exists() and signature_file.exists():
         types = signature_file.read_text().split()
         return CPUKernel(generated.name, library, types, [], generated)
 
-    os.environ.setdefault("MLIR_ROOT", str(LLVM_ROOT))
-    os.environ.setdefault("LLVM_ROOT", str(LLVM_ROOT))
     from triton.backends.compiler import GPUTarget
 
     path = write_source(generated, root)
@@ -192,32 +201,40 @@ def compile_cpu(generated: GeneratedKernel, root: Path | None = None) -> CPUKern
                         "compile_on_910_95": False, "force_simt_template": False,
                         "enable_linearize": False})
     linalg = front.stage("linalg", "ttadapter", front.ttir())
-    llir = front.stage("llir", "llir", linalg)
+    llir = front.run("llir", lambda: _linalg_to_llir(linalg, options.llvm_root))
     types = _signature(llir, generated.name)
     front.run("shared-object", lambda: _link(llir, tools, library))
     signature_file.write_text(" ".join(types))
     return CPUKernel(generated.name, library, types, stages, generated)
 
 
+def _linalg_to_llir(linalg: str, llvm_root: Path) -> str:
+    """triton-ascend's Linalg -> LLVM IR step, in a child process whose environment
+    names the MLIR/LLVM installation (``lowering.llir_stage``)."""
+    with workdir("llir") as work:
+        (work / "kernel.mlir").write_text(linalg)
+        run_tool("llir", [sys.executable, "-m", "lowering.llir_stage", work / "kernel.mlir",
+                          work / "kernel.ll"],
+                 env={"MLIR_ROOT": str(llvm_root), "LLVM_ROOT": str(llvm_root)})
+        return (work / "kernel.ll").read_text()
+
+
 def _link(llir: str, tools: dict[str, Path], library: Path) -> Path:
-    work = Path(tempfile.mkdtemp(prefix="ascend-dsl-cpu-"))
-    try:
+    """llc the kernel and the shim, gcc them into ``library`` (written atomically)."""
+    with workdir("cpu") as work:
         (work / "kernel.ll").write_text(llir)
         (work / "shim.ll").write_text(_SHIM_LL)
         (work / "shim.c").write_text(_SHIM_C)
         for stem in ("kernel", "shim"):
-            subprocess.run([str(tools["llc"]), "-O2", "-filetype=obj", "-relocation-model=pic",
-                            str(work / f"{stem}.ll"), "-o", str(work / f"{stem}.o")],
-                           check=True, capture_output=True)
+            run_tool("shared-object", [tools["llc"], "-O2", "-filetype=obj",
+                                       "-relocation-model=pic", work / f"{stem}.ll", "-o",
+                                       work / f"{stem}.o"])
         tmp = library.with_suffix(f".{os.getpid()}.tmp")
-        subprocess.run(["gcc", "-shared", "-O2", "-fPIC", str(work / "kernel.o"),
-                        str(work / "shim.o"), str(work / "shim.c"), "-Wl,-Bsymbolic", "-lm",
-                        "-o", str(tmp)],
-                       check=True, capture_output=True)
+        run_tool("shared-object", ["gcc", "-shared", "-O2", "-fPIC", work / "kernel.o",
+                                   work / "shim.o", work / "shim.c", "-Wl,-Bsymbolic", "-lm",
+                                   "-o", tmp])
         os.replace(tmp, library)
         return library
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 # ----------------------------------------------------------------------------- route 2
@@ -234,23 +251,24 @@ def hfusion_ir(linalg: str, target_name: str = "Ascend910B4") -> str:
     """bishengir-compile's HFusion-level IR: the module just before
     ``convert-hfusion-to-hivm`` (the last target-independent form)."""
     _, bishengir = toolchain()
-    work = Path(tempfile.mkdtemp(prefix="ascend-dsl-hfusion-"))
-    try:
+    with workdir("hfusion") as work:
         (work / "kernel.mlir").write_text(linalg)
-        subprocess.run([str(bishengir), str(work / "kernel.mlir"), f"--target={target_name}",
-                        "--enable-hfusion-compile=true", "--enable-hivm-compile=true",
-                        "--enable-triton-kernel-compile=true", "--mlir-print-ir-after-all",
-                        f"--mlir-print-ir-tree-dir={work / 'tree'}", "-o", str(work / "out")],
-                       capture_output=True, timeout=600)
+        # Without CANN it exits 1 after the HIVM passes ran: the dumps tell success.
+        done = run_tool("hfusion", [bishengir, work / "kernel.mlir", f"--target={target_name}",
+                                    "--enable-hfusion-compile=true",
+                                    "--enable-hivm-compile=true",
+                                    "--enable-triton-kernel-compile=true",
+                                    "--mlir-print-ir-after-all",
+                                    f"--mlir-print-ir-tree-dir={work / 'tree'}", "-o",
+                                    work / "out"], check=False)
         dumps = sorted((work / "tree").glob("builtin_module_*/*.mlir"),
                        key=lambda p: int(p.name.split("_")[0]))
         position = next((i for i, p in enumerate(dumps) if "convert-hfusion-to-hivm" in p.name),
                         None)
         if not position:
-            raise CompiledCPUError("route 2: no HFusion-level module in bishengir's dumps")
+            raise LoweringError("hfusion", "no HFusion-level module in bishengir's dumps "
+                                f"(exit status {done.returncode}): {failure_text(done)}")
         return dumps[position - 1].read_text()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def _upstream_mlir(llvm_dialect: str) -> str:
@@ -262,18 +280,17 @@ def _upstream_mlir(llvm_dialect: str) -> str:
     return re.sub(r"attributes \{[^{}]*hacc\.[^{}]*\}", "", text)
 
 
-def compile_hfusion_route(generated: GeneratedKernel, root: Path | None = None) -> CPUKernel:
+def compile_hfusion_route(generated: GeneratedKernel, root: Path | None = None,
+                          options: Options | None = None) -> CPUKernel:
     """Route 2: bishengir's HFusion-level IR lowered with bishengir-opt's CPU-runner
     pipeline minus its host-main wrapper, then LLVM as route 1. Checks bishengir's
     HFusion rewrites too. A kernel with a logical NOT on i1 is refused: bishengir
     1.2.0 lowers ``hfusion.elemwise_unary vnot`` on i1 to a no-op on this route,
     which inverts masks and NaN checks (``maximum`` compiles to one)."""
-    tools = llvm_tools()
+    options = options or Options.from_env()
+    tools = llvm_tools(options.llvm_root)
     _, bishengir = toolchain()
-    root = root or cache_dir()
-    from lowering.compiler import compile_triton
-    from lowering.targets import get_target
-
+    root = root or options.cache_root
     path = write_source(generated, root)
     jit_fn = import_kernel(path, generated.name)
     stages: list[StageReport] = []
@@ -289,29 +306,25 @@ def compile_hfusion_route(generated: GeneratedKernel, root: Path | None = None) 
             "on i1 (hfusion.elemwise_unary vnot), which bishengir 1.2.0's CPU lowering turns "
             "into a no-op, inverting masks and NaN checks; use route 1 (compiled-cpu)")
     opt = bishengir.parent / "bishengir-opt"
-    work = Path(tempfile.mkdtemp(prefix="ascend-dsl-route2-"))
-    try:
+    with workdir("route2") as work:
         (work / "hfusion.mlir").write_text(hfusion)
-        dumped = subprocess.run([str(opt), str(work / "hfusion.mlir"),
-                                 "--lower-for-cpu-runner-pipeline", "--dump-pass-pipeline",
-                                 "-o", "/dev/null"], capture_output=True, text=True)
-        pipeline = next(line for line in (dumped.stdout + dumped.stderr).splitlines()
-                        if line.startswith("builtin.module("))
+        # Only the printed pipeline is wanted; running it on the hacc module fails.
+        dumped = run_tool("route2-cpu-runner", [opt, work / "hfusion.mlir",
+                                                "--lower-for-cpu-runner-pipeline",
+                                                "--dump-pass-pipeline", "-o", "/dev/null"],
+                          check=False)
+        pipeline = next((line for line in (dumped.stdout + dumped.stderr).splitlines()
+                         if line.startswith("builtin.module(")), None)
+        if pipeline is None:
+            raise LoweringError("route2-cpu-runner", "bishengir-opt printed no pass pipeline: "
+                                + failure_text(dumped))
         pipeline = re.sub(r"execution-engine-create-host-main\{[^}]*\},", "", pipeline)
-        lowered = subprocess.run([str(opt), str(work / "hfusion.mlir"),
-                                  f"--pass-pipeline={pipeline}", "-o", str(work / "llvm.mlir")],
-                                 capture_output=True, text=True, timeout=600)
-        if lowered.returncode:
-            raise LoweringError("route2-cpu-runner", lowered.stderr[-3000:])
+        run_tool("route2-cpu-runner", [opt, work / "hfusion.mlir", f"--pass-pipeline={pipeline}",
+                                       "-o", work / "llvm.mlir"])
         (work / "clean.mlir").write_text(_upstream_mlir((work / "llvm.mlir").read_text()))
-        translated = subprocess.run([str(LLVM_ROOT / "bin" / "mlir-translate"), "--mlir-to-llvmir",
-                                     str(work / "clean.mlir"), "-o", str(work / "kernel.ll")],
-                                    capture_output=True, text=True)
-        if translated.returncode:
-            raise LoweringError("route2-translate", translated.stderr[-3000:])
+        run_tool("route2-translate", [tools["mlir-translate"], "--mlir-to-llvmir",
+                                      work / "clean.mlir", "-o", work / "kernel.ll"])
         llir = (work / "kernel.ll").read_text()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     types = _signature(llir, generated.name)
     key = hashlib.sha256(f"route2|{generated.digest}|{toolchain_versions()}".encode())
     library = root / "cpu" / f"{generated.name}_r2_{key.hexdigest()[:20]}.so"
@@ -320,24 +333,25 @@ def compile_hfusion_route(generated: GeneratedKernel, root: Path | None = None) 
     return CPUKernel(generated.name, library, types, stages, generated)
 
 
-_LOADED: dict[str, CPUKernel] = {}
+_LOADED: dict[tuple, CPUKernel] = {}
 
 
-def run(launch: Launch, route: int = 1) -> None:
+def run(launch: Launch, options: Options | None = None, route: int = 1) -> None:
     """Execute a prepared launch with the kernel compiled for the CPU.
 
     The interpreter's bounds pre-pass runs first, so an out-of-bounds launch is
     refused before the compiled code touches memory; kernels whose indices depend on
     loaded data cannot be checked ahead and run unchecked."""
-    from lowering.interpreter import WORKERS, Interpreter, _executor
-
-    checker = Interpreter(launch)
+    options = options or Options.from_env()
+    checker = Interpreter(launch, options)
     checker.prove_in_bounds()
     generated = generate(launch.function)
-    kernel = _LOADED.get(f"{route}:{generated.digest}")
+    key = (route, generated.digest, options.cache_root, options.llvm_root)
+    kernel = _LOADED.get(key)
     if kernel is None:
-        kernel = compile_cpu(generated) if route == 1 else compile_hfusion_route(generated)
-        _LOADED[f"{route}:{generated.digest}"] = kernel
+        kernel = compile_cpu(generated, options=options) if route == 1 else \
+            compile_hfusion_route(generated, options=options)
+        _LOADED[key] = kernel
     fn = kernel.function()
     arguments: list[Any] = [0] if route == 2 else []  # route 2: the FFTS base address
     arguments += [None, None, 0, 0, 0] * 2  # sync-block lock, workspace: unused
@@ -361,10 +375,10 @@ def run(launch: Launch, route: int = 1) -> None:
         for x, y, z in share:
             fn(*arguments, gx, gy, gz, x, y, z)
 
-    if checker.parallel and WORKERS > 1 and len(programs) > 1:
+    count = options.workers
+    if checker.parallel and count > 1 and len(programs) > 1:
         # ctypes releases the GIL; the pre-pass proved the programs' stores disjoint
-        shares = [programs[i::WORKERS] for i in range(WORKERS)]
-        for future in [_executor().submit(run_programs, share) for share in shares]:
-            future.result()
+        workers.run_all([lambda share=programs[i::count]: run_programs(share)
+                         for i in range(count)], count)
     else:
         run_programs(programs)

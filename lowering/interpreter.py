@@ -35,11 +35,9 @@ all-or-nothing per launch.
 
 from __future__ import annotations
 
-import os
 import threading
 import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from math import prod
 from typing import TYPE_CHECKING, Any
@@ -47,14 +45,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dsl.errors import DSLRuntimeError
-from dsl.ir import Block, Function, Op, Value, walk_block
-from dsl.opdefs import OPS, cast_array
+from dsl.ir import Block, Function, Op, walk_block
+from dsl.numerics import cast_array
+from dsl.opdefs import COMBINES, OPS, Effect
+from dsl.options import Options
+from lowering import workers
 from lowering.buffers import scratch
 from lowering.lanes import LaneMask, Lanes, materialize, take_rows
 from lowering.memory import AccessSite, StoreJournal, check_bounds, load
 from lowering.prepass import index_slice
 
 if TYPE_CHECKING:
+    from dsl.ir import Value
     from dsl.jit import BoundTensor, Launch
 
 # Elements per op in one batch: large enough to amortise the per-op Python overhead
@@ -62,21 +64,8 @@ if TYPE_CHECKING:
 # small enough that the reused chunk buffers take a few MB each.
 CHUNK_ELEMENTS = 1 << 20
 
-# Worker threads for independent chunks (NumPy releases the GIL inside its loops).
-# DSL_INTERPRETER_THREADS=1 runs everything on the calling thread.
-WORKERS = max(1, int(os.environ.get("DSL_INTERPRETER_THREADS", "0")) or min(os.cpu_count() or 1, 8))
+# Set on a worker thread while it runs a chunk: nested batches stay on that thread.
 _worker = threading.local()
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _executor() -> ThreadPoolExecutor:
-    """The shared worker pool, started on first use."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="dsl-interpreter")
-        return _pool
 
 
 class Frame:
@@ -134,8 +123,10 @@ def _trip_counts(lo: np.ndarray, hi: np.ndarray, step: np.ndarray) -> np.ndarray
 class Interpreter:
     """Runs one launch. Create, then ``run()``."""
 
-    def __init__(self, launch: Launch) -> None:
+    def __init__(self, launch: Launch, options: Options | None = None) -> None:
         self.launch = launch
+        # Worker threads for independent chunks (NumPy releases the GIL in its loops).
+        self.workers = (options or Options.from_env()).workers
         self.fn: Function = launch.function
         facts = _facts(self.fn)
         # Iterations and programs are independent unless the kernel reads what it writes.
@@ -181,12 +172,10 @@ class Interpreter:
         return True
 
     def run(self) -> None:
+        """Prove the launch in bounds if its indices allow, then execute it; a
+        failure leaves every output as it was."""
+        self.prove_in_bounds()
         with np.errstate(all="ignore"):  # IEEE semantics: inf/NaN, never warnings
-            if self.index_slice is not None:
-                self.only = self.index_slice
-                self._run_grid()
-                self.only = None
-                self.parallel = self._decide_parallel()
             try:
                 self._run_grid()
             except BaseException:
@@ -219,15 +208,14 @@ class Interpreter:
         per worker thread when chunks run in parallel."""
         chunk = max(1, self.chunk_elements // per_row)
         if self.parallel:
-            chunk = min(chunk, max(1, -(-rows // WORKERS)))
+            chunk = min(chunk, max(1, -(-rows // self.workers)))
         return chunk
 
     def _run_chunks(self, block: Block, frames: list[Frame]) -> None:
         """Run ``block`` once per chunk frame, on worker threads when allowed."""
         if self.parallel and len(frames) > 1 and not getattr(_worker, "active", False):
-            futures = [_executor().submit(self._run_in_worker, block, f) for f in frames]
-            for future in futures:
-                future.result()
+            workers.run_all([lambda f=f: self._run_in_worker(block, f) for f in frames],
+                            self.workers)
         else:
             for frame in frames:
                 self.run_block(block, frame)
@@ -244,7 +232,7 @@ class Interpreter:
         """Chunks may run concurrently when the pre-pass proved that their stores hit
         disjoint index ranges of tensors that do not share memory (then the order of
         the writes cannot matter)."""
-        if WORKERS < 2 or not self.store_runs_provable or self.journal.mode != "direct":
+        if self.workers < 2 or not self.store_runs_provable or self.journal.mode != "direct":
             return False
         for runs in self.store_runs.values():
             runs.sort()
@@ -261,25 +249,16 @@ class Interpreter:
         for op in block.ops:
             if only is not None and id(op) not in only:
                 continue
-            handler = _HANDLERS.get(op.kind)
-            if handler is not None:
-                handler(self, op, frame)
-            elif op.kind in OPS:
-                self.elementwise(op, frame)
-            elif op.kind == "yield":
-                return
-            else:
-                raise DSLRuntimeError(f"interpreter: unknown op '{op.kind}'")
+            HANDLERS[op.kind](self, op, frame)
 
-    def elementwise(self, op: Op, frame: Frame) -> None:
-        args = [frame.get(v) for v in op.operands]
-        dtype = op.operands[-1].dtype  # where's condition comes first
-        lazy = _lazy_elementwise(op.kind, args)
-        if lazy is not None:
-            frame.set(op.result, lazy)
-            return
+    def elementwise(self, op: Op, frame: Frame, args: list[Any] | None = None) -> None:
+        """Any elementwise kind, through its registry record (``dsl.opdefs``)."""
+        if args is None:
+            args = [frame.get(v) for v in op.operands]
+        dtype = op.compute_dtype
         arrays = [materialize(a) for a in args]
-        opdef = OPS[op.kind]
+        opdef = op.defn.elementwise
+        assert opdef is not None
         out = None
         if opdef.ufunc is not None and op.result.dtype == dtype:
             out = self._reusable(op, frame, arrays)
@@ -299,7 +278,31 @@ class Interpreter:
         """Chunks of ``block`` may reuse buffers: no value outlives its chunk (no
         nested loop carries one over, no store is queued by reference)."""
         return self.journal.mode != "deferred" and not any(
-            op.kind == "for" for op in walk_block(block))
+            op.regions for op in walk_block(block))
+
+    def op_add(self, op: Op, frame: Frame) -> None:
+        """``lanes + uniform`` stays a lazy ``Lanes``; anything else is elementwise."""
+        a, b = args = [frame.get(op.lhs), frame.get(op.rhs)]
+        if isinstance(b, Lanes) and not isinstance(a, Lanes):
+            a, b = b, a
+        per_row = _row_uniform(b) if isinstance(a, Lanes) else None
+        shifted = a.shifted(per_row) if per_row is not None and isinstance(a, Lanes) else None
+        if shifted is not None:
+            frame.set(op.result, shifted)
+            return
+        self.elementwise(op, frame, args)
+
+    def op_lt(self, op: Op, frame: Frame) -> None:
+        """``lanes < uniform`` becomes a lazy ``LaneMask``; anything else is elementwise."""
+        a, b = args = [frame.get(op.lhs), frame.get(op.rhs)]
+        per_row = _row_uniform(b) if isinstance(a, Lanes) else None
+        if per_row is not None and isinstance(a, Lanes):
+            frame.set(op.result, LaneMask(a, per_row.astype(np.int64)))
+            return
+        self.elementwise(op, frame, args)
+
+    def op_yield(self, op: Op, frame: Frame) -> None:
+        """The end of a loop body: ``_for_sequential`` reads the yielded values."""
 
     def _pool_buffer(self, op: Op, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         """The buffer ``op`` wrote in an earlier chunk on this thread, or a new one
@@ -341,7 +344,7 @@ class Interpreter:
         frame.set(op.result, np.array([self.launch.grid[op.attrs["axis"]]], dtype=np.int32))
 
     def op_cast(self, op: Op, frame: Frame) -> None:
-        x = frame.get(op.operands[0])
+        x = frame.get(op.source)
         target = op.result.dtype
         if isinstance(x, Lanes) and target.is_int and not target.is_bool:
             lanes = x.shifted(np.zeros(1, dtype=np.int64)) if target.np.itemsize >= 8 else None
@@ -359,56 +362,50 @@ class Interpreter:
         frame.owned.add(op.result.uid)
 
     def op_broadcast(self, op: Op, frame: Frame) -> None:
-        arr = materialize(frame.get(op.operands[0]))
-        frame.owned.discard(op.operands[0].uid)  # the result is a view of it
-        src, dst = op.operands[0].type.rank, op.result.type.rank
+        arr = materialize(frame.get(op.source))
+        frame.owned.discard(op.source.uid)  # the result is a view of it
+        src, dst = op.source.type.rank, op.result.type.rank
         frame.set(op.result, arr.reshape((arr.shape[0],) + (1,) * (dst - src) + arr.shape[1:]))
 
     def op_expand_dims(self, op: Op, frame: Frame) -> None:
-        arr = materialize(frame.get(op.operands[0]))
-        frame.owned.discard(op.operands[0].uid)  # the result is a view of it
+        arr = materialize(frame.get(op.source))
+        frame.owned.discard(op.source.uid)  # the result is a view of it
         frame.set(op.result, np.expand_dims(arr, 1 + op.attrs["axis"]))
 
     def op_reduce(self, op: Op, frame: Frame) -> None:
-        arr = materialize(frame.get(op.operands[0]))
-        full = np.broadcast_to(arr, (arr.shape[0],) + op.operands[0].shape)
-        axis = 1 + op.attrs["axis"]
-        combine = op.attrs["combine"]
+        arr = materialize(frame.get(op.source))
+        full = np.broadcast_to(arr, (arr.shape[0],) + op.source.shape)
+        combine = COMBINES[op.attrs["combine"]]
         with np.errstate(all="ignore"):
-            if combine == "sum":  # in index order, as the lowered loops add (rule 10)
-                out = np.take(np.add.accumulate(full, axis=axis, dtype=op.result.dtype.np),
-                              -1, axis=axis)
-            elif combine == "max":
-                out = np.fmax.reduce(full, axis=axis)
-            else:
-                out = np.fmin.reduce(full, axis=axis)
+            out = combine.numpy(full, 1 + op.attrs["axis"], op.result.dtype.np)
         frame.set(op.result, np.asarray(out, dtype=op.result.dtype.np))
 
     def op_where(self, op: Op, frame: Frame) -> None:
-        cond, a, b = (frame.get(v) for v in op.operands)
+        """An all-true lazy mask selects the first value as it is; else elementwise."""
+        cond, a, b = args = [frame.get(v) for v in op.operands]
         if isinstance(cond, LaneMask) and cond.all_true():
-            frame.owned.discard(op.operands[1].uid)  # the result is the same array
+            frame.owned.discard(op.require("x").uid)  # the result is the same array
             frame.set(op.result, materialize(a))
             return
-        frame.set(op.result, np.where(materialize(cond), materialize(a), materialize(b)))
+        self.elementwise(op, frame, args)
 
     def _site(self, op: Op) -> AccessSite:
         site = self.sites.get(id(op))
         if site is None:
-            tensor = self.launch.tensors[op.attrs["tensor"]]
+            tensor = self.launch.tensors[op.tensor]
             site = AccessSite(self.fn.name, op.kind, tensor.name, tensor.view.numel, op.loc)
             self.sites[id(op)] = site
         return site
 
     def op_load(self, op: Op, frame: Frame) -> None:
-        tensor: BoundTensor = frame.get(op.operands[0])
-        index = frame.get(op.operands[1])
-        mask = frame.get(op.operands[3]) if op.attrs["masked"] else None
+        tensor: BoundTensor = frame.get(op.view)
+        index = frame.get(op.index)
+        mask = frame.get(op.mask) if op.mask is not None else None
         check_bounds(self._site(op), index, mask, frame.pid)
         if self.checking:
             return
-        offset = frame.get(op.operands[2])
-        other = frame.get(op.operands[4]) if op.attrs["masked"] else None
+        offset = frame.get(op.offset)
+        other = frame.get(op.other) if op.other is not None else None
         if isinstance(mask, LaneMask) and mask.all_true():
             mask = None
         if isinstance(offset, np.ndarray) and offset.size == 1 and mask is None:
@@ -420,16 +417,16 @@ class Interpreter:
         frame.set(op.result, value)
 
     def op_store(self, op: Op, frame: Frame) -> None:
-        tensor: BoundTensor = frame.get(op.operands[0])
-        index = frame.get(op.operands[1])
-        mask = frame.get(op.operands[4]) if op.attrs["masked"] else None
+        tensor: BoundTensor = frame.get(op.view)
+        index = frame.get(op.index)
+        mask = frame.get(op.mask) if op.mask is not None else None
         check_bounds(self._site(op), index, mask, frame.pid)
         if self.checking:
             self._record_store_run(op, frame, index)
             return
-        offset, value = frame.get(op.operands[2]), frame.get(op.operands[3])
+        offset, value = frame.get(op.offset), frame.get(op.value)
         rows = frame.size
-        shape = (rows,) + op.operands[3].shape
+        shape = (rows,) + op.value.shape
         self.journal.store(tensor.buffer, offset, materialize(value), mask, shape)
 
     def _record_store_run(self, op: Op, frame: Frame, index: Any) -> None:
@@ -438,17 +435,17 @@ class Interpreter:
         if isinstance(index, Lanes) and index.base.shape[0] == frame.size:
             start = index.consecutive_start()
             if start is not None:
-                runs = self.store_runs.setdefault(op.attrs["tensor"], [])
+                runs = self.store_runs.setdefault(op.tensor, [])
                 runs.append((start, start + frame.size * index.length))
                 return
         self.store_runs_provable = False
 
     def op_for(self, op: Op, frame: Frame) -> None:
-        lo, hi, step = (materialize(frame.get(v)) for v in op.operands[:3])
-        body = op.regions[0]
+        lo, hi, step = (materialize(frame.get(v)) for v in (op.start, op.end, op.step))
+        body = op.body
         # The pre-pass skips loop-carried values unless indices depend on them.
         carried = not self.checking or id(body.ops[-1]) in (self.only or ())
-        inits = [frame.get(v) for v in op.operands[3:]] if carried else []
+        inits = [frame.get(v) for v in op.inits] if carried else []
         trips = _trip_counts(lo, hi, step)
         if trips.shape[0] == 1 and frame.size > 1:
             trips = np.broadcast_to(trips, (frame.size,))
@@ -460,7 +457,7 @@ class Interpreter:
 
     def _for_flattened(self, op: Op, frame: Frame, lo: np.ndarray, step: np.ndarray,
                        trips: np.ndarray, iv_dtype: np.dtype) -> None:
-        body = op.regions[0]
+        body = op.body
         max_trip = int(trips.max()) if trips.size else 0
         if max_trip == 0:
             return
@@ -482,7 +479,7 @@ class Interpreter:
 
     def _for_sequential(self, op: Op, frame: Frame, lo: np.ndarray, step: np.ndarray,
                         trips: np.ndarray, inits: list[Any], iv_dtype: np.dtype) -> None:
-        body = op.regions[0]
+        body = op.body
         carried = [materialize(v) for v in inits]
         max_trip = int(trips.max()) if trips.size else 0
         lo64, step64 = lo.astype(np.int64).reshape(-1), step.astype(np.int64).reshape(-1)
@@ -528,8 +525,8 @@ def _facts(fn: Function) -> _KernelFacts:
     facts = _FACTS.get(fn)
     if facts is None:
         facts = _KernelFacts(
-            frozenset(op.attrs["tensor"] for op in fn.walk() if op.kind == "load"),
-            frozenset(op.attrs["tensor"] for op in fn.walk() if op.kind == "store"),
+            frozenset(op.tensor for op in fn.walk() if op.defn.effect is Effect.READ),
+            frozenset(op.tensor for op in fn.walk() if op.defn.effect is Effect.WRITE),
             index_slice(fn), _last_uses(fn.body))
         _FACTS[fn] = facts
     return facts
@@ -546,7 +543,7 @@ def _last_uses(block: Block) -> dict[int, frozenset[int]]:
         for region in op.regions:
             used |= {v.uid for nested in walk_block(region) for v in nested.operands}
             dying.update(_last_uses(region))
-        if op.kind in OPS:
+        if op.defn.is_elementwise:
             dying[id(op)] = frozenset(u for u in used if u in local and u not in seen)
         seen |= used
     return dying
@@ -559,20 +556,12 @@ def _scatter_rows(old: np.ndarray, new: np.ndarray, rows: np.ndarray, size: int)
     return out
 
 
-def _lazy_elementwise(kind: str, args: list[Any]) -> Any:
-    """Keep ``lanes + uniform`` lazy and turn ``lanes < bound`` into a ``LaneMask``."""
-    if kind not in ("add", "lt"):
-        return None
-    a, b = args
-    if kind == "add" and isinstance(b, Lanes) and not isinstance(a, Lanes):
-        a, b = b, a
-    if not isinstance(a, Lanes) or not isinstance(b, np.ndarray) or b.ndim != 2 \
-            or b.shape[1] != 1:
-        return None
-    per_row = b[:, 0]
-    if kind == "add":
-        return a.shifted(per_row)
-    return LaneMask(a, per_row.astype(np.int64))
+def _row_uniform(x: Any) -> np.ndarray | None:
+    """The per-row values of a value that is uniform across the lanes of each row
+    (shape (rows, 1)), else None."""
+    if isinstance(x, np.ndarray) and x.ndim == 2 and x.shape[1] == 1:
+        return x[:, 0]
+    return None
 
 
 def _overlaps(tensors: dict[str, BoundTensor], loaded: frozenset[str],
@@ -585,7 +574,13 @@ def _overlaps(tensors: dict[str, BoundTensor], loaded: frozenset[str],
     return False
 
 
-_HANDLERS: dict[str, Callable[[Interpreter, Op, Frame], None]] = {
+# The interpreter's handler for every registered op kind (``dsl.opdefs.OPS``);
+# tests/test_registry.py fails when one is missing.
+HANDLERS: dict[str, Callable[[Interpreter, Op, Frame], None]] = {
+    **{kind: Interpreter.elementwise for kind, d in OPS.items() if d.is_elementwise},
+    "add": Interpreter.op_add,
+    "lt": Interpreter.op_lt,
+    "where": Interpreter.op_where,
     "const": Interpreter.op_const,
     "arange": Interpreter.op_arange,
     "program_id": Interpreter.op_program_id,
@@ -594,13 +589,13 @@ _HANDLERS: dict[str, Callable[[Interpreter, Op, Frame], None]] = {
     "broadcast": Interpreter.op_broadcast,
     "expand_dims": Interpreter.op_expand_dims,
     "reduce": Interpreter.op_reduce,
-    "where": Interpreter.op_where,
     "load": Interpreter.op_load,
     "store": Interpreter.op_store,
     "for": Interpreter.op_for,
+    "yield": Interpreter.op_yield,
 }
 
 
-def run(launch: Launch) -> None:
+def run(launch: Launch, options: Options | None = None) -> None:
     """Execute a prepared launch with NumPy."""
-    Interpreter(launch).run()
+    Interpreter(launch, options).run()

@@ -2,77 +2,50 @@
 
 Not executed on the machines this project is developed on (no NPU, no CANN): the
 path is kept small so that what it relies on is what the rest of the project
-checks. The kernel is specialized from the tensors' dtype and strides (coalesced
-like any view), lowered with UB-aware blocking for the chip torch_npu reports, and
-the generated Triton function -- an ordinary ``triton.jit`` function -- is called
-with the NPU tensors: triton-ascend's own JIT then compiles it to an NPU binary
-(TTIR -> Linalg -> HIVM -> hivmc, with its own cache) and launches it through its
-driver on the current stream, one program per vector core.
+checks. The JIT binds the arguments as for any launch (``dsl.jit.Binding``: the
+NPU tensors become ``DeviceTensorView``s, specialized by dtype and coalesced
+layout); this backend lowers that specialization with UB-aware blocking for the
+chip torch_npu reports, builds the runtime arguments with the JIT's own
+``runtime_arguments`` (hidden sizes, strides and base offsets included), and calls
+the generated Triton function -- an ordinary ``triton.jit`` function -- with the
+NPU tensors: triton-ascend's own JIT then compiles it to an NPU binary (TTIR ->
+Linalg -> HIVM -> hivmc, with its own cache) and launches it through its driver on
+the current stream, one program per vector core.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from dsl.backends import get_backend
 from dsl.errors import DSLLaunchError
-from dsl.frontend import ArgSpec, ConstSpec, TensorSpec
-from dsl.jit import hidden_value
-from dsl.layout import classify
-from dsl.views import is_torch_tensor
+from dsl.frontend import ConstSpec
+from dsl.options import Options
+from dsl.targets import get_target
+from lowering.compiler import import_kernel
 
 if TYPE_CHECKING:
-    from dsl.jit import JITFunction
+    from dsl.jit import Binding, JITFunction
 
 
-def is_npu_tensor(obj: Any) -> bool:
-    return is_torch_tensor(obj) and obj.device.type == "npu"
-
-
-def _tensor_spec(tensor: Any) -> tuple[TensorSpec, Any]:
-    from ops.tensors import dtype_of
-
-    dtype = dtype_of(tensor)
-    if dtype is None:
-        raise DSLLaunchError(f"unsupported element type {tensor.dtype}")
-    coalesced = classify(tuple(tensor.shape), tuple(tensor.stride()))
-    return TensorSpec(dtype, coalesced.layout), coalesced
-
-
-def launch(kernel: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any],
-           grid: Any) -> None:
+def launch(kernel: JITFunction, binding: Binding, grid: Any, options: Options) -> None:
     """Compile (first call) and launch ``kernel`` on the NPU that holds the tensors."""
     try:
         import torch
         import torch_npu  # noqa: F401
     except ImportError:
         raise DSLLaunchError("NPU tensors need torch_npu and CANN (an Ascend host)") from None
-    from lowering.blocking import lower_specialization
-    from lowering.compiler import import_kernel
-    from lowering.targets import get_target
-
     target = get_target(str(torch.npu.get_device_name(0)))
-    bound = kernel.signature_bind(args, kwargs)
-    specs: dict[str, ArgSpec] = {}
-    layouts: dict[str, Any] = {}
-    for name, value in bound.items():
-        if is_npu_tensor(value):
-            specs[name], layouts[name] = _tensor_spec(value)
-        elif name in kernel.source.constexpr_params or value is None:
-            specs[name] = ConstSpec(value)
-        else:
-            specs[name] = kernel.scalar_spec(name, value)
-    chosen = {n for n in kernel.source.block_size_params if n not in bound}
-    for name in chosen:
-        specs[name] = ConstSpec(0)  # replaced by the UB-aware choice
-    specs = {p.name: specs[p.name] for p in kernel.source.params}
-    lowered = lower_specialization(kernel, specs, chosen, target)
-    fn = kernel.specialize({**specs, **{n: ConstSpec(lowered.extra["block"]) for n in chosen}})
-    call: list[Any] = []
-    for param in fn.params:
-        if param.role in ("tensor", "scalar"):  # a tensor's data_ptr() is its lowest address
-            call.append(bound[param.user_name])
-        else:
-            call.append(hidden_value(layouts, param))
+    lowered = get_backend("hivm").lower(kernel, binding.specs, binding.open_blocks, target,
+                                        options)
+    binding = binding.with_blocks({name: lowered.extra["block"] for name in binding.open_blocks})
+    fn = kernel.specialize(binding.specs, options)
+    meta = {name: spec.value for name, spec in binding.specs.items()
+            if isinstance(spec, ConstSpec)}
+    grid3 = kernel.grid(grid, meta, default=target.vector_cores or 1)
+    # a torch tensor's data_ptr() is its lowest address: the kernel's base offset is 0
+    tensors = {name: view.tensor for name, view in binding.values.items()
+               if hasattr(view, "tensor")}
+    call = kernel.runtime_arguments(fn, binding.values, tensors)
     jit_fn = import_kernel(lowered.source_path, lowered.generated.name)
-    programs = grid if grid is not None else (target.vector_cores or 1,)
-    jit_fn[tuple(programs) if not isinstance(programs, int) else (programs,)](*call)
+    jit_fn[grid3](*call)

@@ -17,19 +17,26 @@ O(tiles), not O(elements), for tile-loop kernels.
 from __future__ import annotations
 
 from dsl.ir import Block, Function, Op, Value
+from dsl.opdefs import Effect
 
 
-def _definitions(fn: Function) -> tuple[dict[int, Op], dict[int, tuple[Op, int]]]:
-    """Defining op of each result; (for op, arg position) of each loop block argument."""
-    producers: dict[int, Op] = {}
-    block_args: dict[int, tuple[Op, int]] = {}
+def _index_operands(op: Op) -> list[Value]:
+    """The operands that decide where ``op`` touches memory or how often a loop runs
+    (the registry's ``index_roles``; every operand for other kinds)."""
+    roles = op.defn.index_roles
+    if roles is None:
+        return list(op.operands)
+    return [v for v in (op.operand(role) for role in roles) if v is not None]
+
+
+def _loop_arguments(fn: Function) -> dict[int, tuple[Op, int]]:
+    """(loop op, position) of each block argument of a region."""
+    args: dict[int, tuple[Op, int]] = {}
     for op in fn.walk():
-        for r in op.results:
-            producers[r.uid] = op
-        if op.kind == "for":
-            for i, arg in enumerate(op.regions[0].args):
-                block_args[arg.uid] = (op, i)
-    return producers, block_args
+        for region in op.regions:
+            for i, arg in enumerate(region.args):
+                args[arg.uid] = (op, i)
+    return args
 
 
 def _enclosing_loops(block: Block, outer: list[Op], out: dict[int, list[Op]]) -> None:
@@ -42,29 +49,30 @@ def _enclosing_loops(block: Block, outer: list[Op], out: dict[int, list[Op]]) ->
 def index_slice(fn: Function) -> set[int] | None:
     """Ids of the ops needed to compute every access's index and mask, or None if
     some index or mask depends on a load."""
-    producers, block_args = _definitions(fn)
+    block_args = _loop_arguments(fn)
     loops: dict[int, list[Op]] = {}
     _enclosing_loops(fn.body, [], loops)
     needed: set[int] = set()
     work: list[Value] = []
 
+    def carry_all(loop: Op) -> None:
+        """A loop-carried value is needed: carry all of them, for simplicity."""
+        terminator = loop.body.ops[-1]
+        work.extend(loop.inits)
+        work.extend(terminator.operands)
+        needed.add(id(terminator))
+
     def need_op(op: Op) -> None:
         if id(op) in needed:
             return
         needed.add(id(op))
-        if op.kind == "for":
-            work.extend(op.operands[:3])  # trip counts
-        elif op.kind not in ("load", "store"):
-            work.extend(op.operands)
+        work.extend(_index_operands(op))
         for loop in loops[id(op)]:
             need_op(loop)
 
     for op in fn.walk():
-        if op.kind in ("load", "store"):
+        if op.defn.effect in (Effect.READ, Effect.WRITE):
             need_op(op)
-            work.append(op.operands[1])
-            if op.attrs["masked"]:
-                work.append(op.operands[4 if op.kind == "store" else 3])
 
     seen: set[int] = set()
     while work:
@@ -72,22 +80,16 @@ def index_slice(fn: Function) -> set[int] | None:
         if v.uid in seen:
             continue
         seen.add(v.uid)
-        if v.uid in producers:
-            op = producers[v.uid]
-            if op.kind == "load":
+        if v.owner is not None:
+            op = v.owner
+            if op.defn.effect is Effect.READ:
                 return None  # a data-dependent index: cannot be proved ahead
-            if op.kind == "for":  # a loop result: the loop carries all its values
-                yield_op = op.regions[0].ops[-1]
-                work.extend(op.operands[3:])
-                work.extend(yield_op.operands)
-                needed.add(id(yield_op))
+            if op.regions:  # a loop result: the loop carries all its values
+                carry_all(op)
             need_op(op)
         elif v.uid in block_args:
             loop, position = block_args[v.uid]
             need_op(loop)
-            if position > 0:  # a loop-carried value: carry all of them, for simplicity
-                yield_op = loop.regions[0].ops[-1]
-                work.extend(loop.operands[3:])
-                work.extend(yield_op.operands)
-                needed.add(id(yield_op))
+            if position > 0:
+                carry_all(loop)
     return needed

@@ -24,14 +24,14 @@ The output is deterministic: the same IR gives the same text.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from dsl.dtypes import DType
 from dsl.errors import SourceLoc
 from dsl.ir import Block, Function, Op, Value, ViewType
-from dsl.opdefs import OPS
+from dsl.opdefs import COMBINES, OPS, Effect
 
-_FLOAT_MATH = {"exp", "log", "log1p", "sqrt", "sigmoid"}
 _SIGNATURE_TYPES = {"int1": "i1", "int32": "i32", "int64": "i64", "float16": "fp16",
                     "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
 
@@ -79,10 +79,6 @@ class _Emitter:
         self.counter = 0
         self.last_line: tuple[str, int] | None = None
         self.reserved = {p.user_name for p in fn.params} | {"tl", "triton", "libdevice"}
-        self.uses: dict[int, list[Op]] = {}
-        for op in fn.walk():
-            for v in op.operands:
-                self.uses.setdefault(v.uid, []).append(op)
 
     # -- names
 
@@ -109,13 +105,12 @@ class _Emitter:
             if v.uid in seen:
                 continue
             seen.add(v.uid)
-            for use in self.uses.get(v.uid, []):
-                if use.kind == "store":
-                    stored_value = use.operands[3] is v
-                    if not (stored_value and use.attrs["masked"] and use.operands[4] is mask):
+            for use in v.users:
+                if use.defn.effect is Effect.WRITE:
+                    if not (use.value is v and use.mask is mask and v not in
+                            (use.index, use.offset)):
                         return True
-                elif (use.kind in OPS and use.kind != "where") or use.kind in ("cast",
-                                                                               "broadcast"):
+                elif use.defn.lanewise:
                     work.extend(use.results)
                 else:
                     return True
@@ -137,25 +132,27 @@ class _Emitter:
 
     def block(self, block: Block, indent: int) -> None:
         for op in block.ops:
-            if op.kind == "yield":
-                continue
-            self.op(op, indent)
+            EMITTERS[op.kind](self, op, indent)
 
-    def op(self, op: Op, indent: int) -> None:
-        handler = getattr(self, f"op_{op.kind}", None)
-        if handler is not None:
-            handler(op, indent)
-            return
-        opdef = OPS[op.kind]
+    def elementwise(self, op: Op, indent: int) -> None:
+        """Any elementwise kind, spelled by its registry record (``dsl.opdefs``)."""
+        opdef = op.defn.elementwise
+        assert opdef is not None
         args = [self.name(v) for v in op.operands]
         expr = opdef.triton.format(*args)
         dtype = op.result.dtype
-        if op.kind in _FLOAT_MATH and dtype.bits < 32:
+        if opdef.fp32_math and dtype.bits < 32:
             inner = opdef.triton.format(f"{args[0]}.to(tl.float32)")
             expr = f"({inner}).to({dtype.triton_name})"
         self.emit(f"{self.define(op.result)} = {expr}", indent, op.loc)
 
+    def op_yield(self, op: Op, indent: int) -> None:
+        """Nothing here: ``op_for`` assigns the carried variables at the body's end."""
+
     def op_const(self, op: Op, indent: int) -> None:
+        if all(_is_zero_offset_of(use, op.result) for use in op.result.users) and \
+                op.result.has_uses:
+            return  # only ever a uniform load's or store's zero offset: never named
         value, dtype = _literal(op.attrs["value"]), op.result.dtype.triton_name
         shape = op.result.shape
         expr = f"tl.full({_shape(shape)}, {value}, {dtype})" if shape else \
@@ -174,11 +171,11 @@ class _Emitter:
                   op.loc)
 
     def op_cast(self, op: Op, indent: int) -> None:
-        self.emit(f"{self.define(op.result)} = {self.name(op.operands[0])}"
+        self.emit(f"{self.define(op.result)} = {self.name(op.source)}"
                   f".to({op.result.dtype.triton_name})", indent, op.loc)
 
     def op_broadcast(self, op: Op, indent: int) -> None:
-        src = op.operands[0]
+        src = op.source
         expr = self.name(src)
         if not src.shape:
             # typed explicitly: Triton's interpreter runs loops in Python, so a loop
@@ -191,57 +188,49 @@ class _Emitter:
                   f"{_shape(op.result.shape)})", indent, op.loc)
 
     def op_expand_dims(self, op: Op, indent: int) -> None:
-        self.emit(f"{self.define(op.result)} = tl.expand_dims({self.name(op.operands[0])}, "
+        self.emit(f"{self.define(op.result)} = tl.expand_dims({self.name(op.source)}, "
                   f"{op.attrs['axis']})", indent, op.loc)
 
-    def op_where(self, op: Op, indent: int) -> None:
-        c, a, b = (self.name(v) for v in op.operands)
-        self.emit(f"{self.define(op.result)} = tl.where({c}, {a}, {b})", indent, op.loc)
-
     def op_reduce(self, op: Op, indent: int) -> None:
-        combine = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}[op.attrs["combine"]]
-        self.emit(f"{self.define(op.result)} = {combine}({self.name(op.operands[0])}, "
+        combine = COMBINES[op.attrs["combine"]].triton
+        self.emit(f"{self.define(op.result)} = {combine}({self.name(op.source)}, "
                   f"axis={op.attrs['axis']})", indent, op.loc)
 
-    def _address(self, view: Value, offset: Value) -> tuple[str, bool]:
+    def _address(self, op: Op) -> tuple[str, bool]:
         """``ptr + offset``, or just ``ptr`` when the offset is the constant 0."""
-        pointer = f"{self.name(view)}_ptr"
-        owner = offset.owner
-        if owner is not None and owner.kind == "const" and owner.attrs["value"] == 0:
+        pointer = f"{self.name(op.view)}_ptr"
+        if _is_zero(op.offset):
             return pointer, True
-        return f"{pointer} + {self.name(offset)}", False
+        return f"{pointer} + {self.name(op.offset)}", False
 
     def op_load(self, op: Op, indent: int) -> None:
-        view, _index, offset = op.operands[:3]
-        address, uniform = self._address(view, offset)
+        address, uniform = self._address(op)
         result = self.define(op.result)
         shape = _shape(op.result.shape)
+        mask, other = op.mask, op.other
         if uniform:
             # one element for every lane: a scalar load with no index arithmetic
             expr = f"tl.load({address})"
             if op.result.shape:
                 expr = f"tl.broadcast_to({expr}, {shape})"
-            if op.attrs["masked"] and self.lanes_observed(op.result, op.operands[3]):
-                mask, other = (self.name(v) for v in op.operands[3:5])
-                expr = f"tl.where({mask}, {expr}, {other})"
-        elif op.attrs["masked"]:
-            mask, other = (self.name(v) for v in op.operands[3:5])
-            expr = f"tl.load({address}, mask={mask}, other={other})"
+            if mask is not None and other is not None and self.lanes_observed(op.result, mask):
+                expr = f"tl.where({self.name(mask)}, {expr}, {self.name(other)})"
+        elif mask is not None and other is not None:
+            expr = f"tl.load({address}, mask={self.name(mask)}, other={self.name(other)})"
         else:
             expr = f"tl.load({address})"
         self.emit(f"{result} = {expr}", indent, op.loc)
 
     def op_store(self, op: Op, indent: int) -> None:
-        view, _index, offset, value = op.operands[:4]
-        address, _ = self._address(view, offset)
-        mask = f", mask={self.name(op.operands[4])}" if op.attrs["masked"] else ""
-        self.emit(f"tl.store({address}, {self.name(value)}{mask})", indent, op.loc)
+        address, _ = self._address(op)
+        mask = f", mask={self.name(op.mask)}" if op.mask is not None else ""
+        self.emit(f"tl.store({address}, {self.name(op.value)}{mask})", indent, op.loc)
 
     def op_for(self, op: Op, indent: int) -> None:
-        body = op.regions[0]
-        lo, hi, step = (self.name(v) for v in op.operands[:3])
+        body = op.body
+        lo, hi, step = (self.name(v) for v in (op.start, op.end, op.step))
         carried = []
-        for init, arg in zip(op.operands[3:], body.args[1:]):
+        for init, arg in zip(op.inits, body.args[1:]):
             name = self.define(arg)
             carried.append(name)
             self.emit(f"{name} = {self.name(init)}", indent, op.loc)
@@ -255,6 +244,36 @@ class _Emitter:
             self.emit("pass", indent + 1, None)
         for result, name in zip(op.results, carried):
             self.names[result.uid] = name
+
+
+def _is_zero(v: Value) -> bool:
+    owner = v.owner
+    return owner is not None and owner.constant == 0 and not isinstance(owner.constant, bool)
+
+
+def _is_zero_offset_of(use: Op, v: Value) -> bool:
+    """``v`` is the constant-0 offset of memory op ``use`` and nothing else there."""
+    return "offset" in use.defn.signature.roles and use.offset is v and _is_zero(v) and \
+        sum(o is v for o in use.operands) == 1
+
+
+# The code generator's emitter for every registered op kind (``dsl.opdefs.OPS``);
+# tests/test_registry.py fails when one is missing.
+EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
+    **{kind: _Emitter.elementwise for kind, d in OPS.items() if d.is_elementwise},
+    "const": _Emitter.op_const,
+    "arange": _Emitter.op_arange,
+    "program_id": _Emitter.op_program_id,
+    "num_programs": _Emitter.op_num_programs,
+    "cast": _Emitter.op_cast,
+    "broadcast": _Emitter.op_broadcast,
+    "expand_dims": _Emitter.op_expand_dims,
+    "reduce": _Emitter.op_reduce,
+    "load": _Emitter.op_load,
+    "store": _Emitter.op_store,
+    "for": _Emitter.op_for,
+    "yield": _Emitter.op_yield,
+}
 
 
 def generate(fn: Function) -> GeneratedKernel:

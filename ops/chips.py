@@ -1,50 +1,35 @@
-"""Target chips and the operator rules that depend on them.
+"""The operator rules that depend on the chip, over the one chip table
+(``dsl.targets``).
 
 Facts from ``../shared/spec/bce_ops.md`` (read off CANN's op_api sources, not
 measured on hardware): bf16 is accepted on Atlas A2/A3 (910B-class, 910_93) and on
-Ascend 950, rejected on Atlas training (Ascend910) and Atlas inference (Ascend310P);
-aclnnBinaryCrossEntropyWithLogitsTargetBackward exists on A2/A3 only.
+Ascend 950, rejected on Atlas training (Ascend910) and Atlas inference (Ascend310P)
+(``Target.supports_bf16``); aclnnBinaryCrossEntropyWithLogitsTargetBackward exists
+on A2/A3 only.
 
 The chip an operator call is checked for comes from the call's ``chip`` argument,
-else from the NPU present (torch_npu), else ``DEFAULT_CHIP``.
+else from the NPU present (torch_npu), else ``DEFAULT_CHIP``. The NPU is asked once
+per process: importing torch_npu on every call cost most of a small call's time.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
 
+from dsl.targets import DEFAULT_TARGET, TARGETS, Target
 from ops import status
 
-
-@dataclass(frozen=True)
-class Chip:
-    name: str
-    product: str  # "A2", "A3", "910", "310P" or "950"
-
-    @property
-    def supports_bf16(self) -> bool:
-        return self.product in ("A2", "A3", "950")
-
-    @property
-    def has_logits_target_backward(self) -> bool:
-        return self.product in ("A2", "A3")
+Chip = Target
+CHIPS = TARGETS
+DEFAULT_CHIP = DEFAULT_TARGET
 
 
-_PRODUCTS = {
-    "A2": ("Ascend910B1", "Ascend910B2", "Ascend910B2C", "Ascend910B3", "Ascend910B4",
-           "Ascend910B4-1"),
-    "A3": ("Ascend910_9391", "Ascend910_9381", "Ascend910_9372", "Ascend910_9362",
-           "Ascend910_93"),
-    "910": ("Ascend910", "Ascend910A", "Ascend910B", "Ascend910ProA", "Ascend910ProB",
-            "Ascend910PremiumA"),
-    "310P": ("Ascend310P", "Ascend310P1", "Ascend310P3"),
-    "950": ("Ascend950", "Ascend950PR", "Ascend950DT"),
-}
-CHIPS: dict[str, Chip] = {name: Chip(name, product)
-                          for product, names in _PRODUCTS.items() for name in names}
-DEFAULT_CHIP = "Ascend910B4"
+def has_logits_target_backward(chip: Chip) -> bool:
+    """aclnnBinaryCrossEntropyWithLogitsTargetBackward exists on A2/A3 only (spec)."""
+    return chip.product in ("A2", "A3")
 
 
+@functools.lru_cache(maxsize=1)
 def _detected_chip() -> str | None:
     """The SoC name of the NPU in this process, if torch_npu reports one."""
     try:

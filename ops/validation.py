@@ -25,7 +25,7 @@ from dsl import dtypes as dt
 from dsl.dtypes import DType
 from dsl.views import broadcast_shape_ok
 from ops import status
-from ops.chips import Chip
+from ops.chips import Chip, has_logits_target_backward
 from ops.tensors import MAX_RANK, SUPPORTED, device_error, dtype_name, dtype_of, is_tensor
 
 REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
@@ -38,7 +38,6 @@ class Checked:
     shape: tuple[int, ...]  # input's shape: the iteration space
     reduction: int  # 0 none, 1 mean, 2 sum
     out_dtype: DType
-    promoted: DType
     chip: Chip
 
     @property
@@ -61,7 +60,6 @@ class OperatorRules:
     default_out: str  # operand whose dtype the result takes by default
     reduces: bool = False  # mean/sum give a 0-d result (forward losses)
     a2_a3_only: bool = False
-    fp32_compute: bool = False  # a promoted 16-bit type is forced to fp32
 
 
 def parse_reduction(reduction: Any) -> int:
@@ -73,16 +71,6 @@ def parse_reduction(reduction: Any) -> int:
         if value in (0, 1, 2):
             return value
     raise status.invalid(f"reduction must be 'none', 'mean', 'sum' or 0, 1, 2; got {reduction!r}")
-
-
-def promote(a: DType, b: DType) -> DType:
-    """PyTorch's promotion over the supported float types: fp16 + bf16 -> fp32,
-    otherwise the wider type."""
-    if a == b:
-        return a
-    if a.bits == b.bits:
-        return dt.float32
-    return a if a.bits > b.bits else b
 
 
 def validate(rules: OperatorRules, tensors: dict[str, Any], reduction: Any, chip: Chip) -> Checked:
@@ -98,7 +86,7 @@ def validate(rules: OperatorRules, tensors: dict[str, Any], reduction: Any, chip
                                  f"got {type(value).__name__}")
         if value.ndim > MAX_RANK:
             raise status.invalid(f"{name} has rank {value.ndim}; at most {MAX_RANK} is supported")
-    if rules.a2_a3_only and not chip.has_logits_target_backward:  # step 3
+    if rules.a2_a3_only and not has_logits_target_backward(chip):  # step 3
         raise status.invalid(f"{rules.name} is available on Atlas A2/A3 chips only, "
                              f"not on {chip.name}")
     supported = SUPPORTED if chip.supports_bf16 else (dt.float32, dt.float16)
@@ -132,14 +120,10 @@ def validate(rules: OperatorRules, tensors: dict[str, Any], reduction: Any, chip
         if tuple(out.shape) != expected:
             raise status.invalid(f"out has shape {list(out.shape)} but reduction "
                                  f"{reduction!r} gives shape {list(expected)}")
-    promoted = dtype_of(given["input"])  # step 6: cannot fail among float types
-    for name, value in given.items():
-        if name != "out":
-            promoted = promote(promoted, dtype_of(value))
-    if rules.fp32_compute and promoted.bits < 32:
-        promoted = dt.float32
+    # Step 6 (promotion of the operand dtypes) cannot fail among the float types
+    # accepted in step 2; the kernels compute in fp32 whatever it gives.
     out_dtype = dtype_of(out) if out is not None else dtype_of(given[rules.default_out])
-    return Checked(shape, code, out_dtype, promoted, chip)
+    return Checked(shape, code, out_dtype, chip)
 
 
 BCE_BACKWARD = OperatorRules(
@@ -150,7 +134,7 @@ BCE_WITH_LOGITS_TARGET_BACKWARD = OperatorRules(
     "binary_cross_entropy_with_logits_target_backward",
     required=("grad_output", "input", "target"), same_shape=("target", "out"),
     broadcast=("grad_output", "weight", "pos_weight"), out_like="target",
-    default_out="target", a2_a3_only=True, fp32_compute=True)
+    default_out="target", a2_a3_only=True)
 BCE_FORWARD = OperatorRules(
     "binary_cross_entropy", required=("input", "target"), same_shape=("target",),
     broadcast=("weight",), out_like=None, default_out="input", reduces=True)
@@ -160,7 +144,7 @@ BCE_WITH_LOGITS_FORWARD = OperatorRules(
 BCE_WITH_LOGITS_BACKWARD = OperatorRules(
     "binary_cross_entropy_with_logits_backward", required=("grad_output", "input", "target"),
     same_shape=("target", "out"), broadcast=("grad_output", "weight", "pos_weight"),
-    out_like="target", default_out="target", fp32_compute=True)
+    out_like="target", default_out="target")
 
 
 def check_bce_backward(grad_output: Any, input: Any, target: Any, weight: Any,

@@ -67,7 +67,7 @@ def _where(launch, index: int) -> str:
 
 def differential(kernel, args, kwargs, grid=GRID) -> None:
     launch = kernel.prepare(args, kwargs, grid)
-    stored = sorted({op.attrs["tensor"] for op in launch.function.walk() if op.kind == "store"})
+    stored = sorted({op.tensor for op in launch.function.walk() if op.kind == "store"})
     buffers = {name: launch.tensors[name].buffer for name in stored}
     initial = {name: b.copy() for name, b in buffers.items()}
     interpreter.run(launch)
@@ -199,7 +199,7 @@ def test_compiled_cpu_mode_is_selectable_and_checks_bounds(cpu_toolchain, monkey
         ops.bce_backward_kernel.launch(g, x, x, None, np.zeros(50, np.float32), 100, 1.0,
                                        HAS_WEIGHT=False, APPLY_SCALE=False,
                                        backend="compiled-cpu")
-    with pytest.raises(ValueError, match="unknown execution mode"):
+    with pytest.raises(ValueError, match="unknown backend 'gpu'"):
         ops.bce_backward_kernel.launch(g, x, x, None, a, 100, 1.0, HAS_WEIGHT=False,
                                        APPLY_SCALE=False, backend="gpu")
 

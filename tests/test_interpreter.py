@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dsl
-from dsl import opdefs
+from dsl import numerics
 from lowering import interpreter
 
 BF16 = ml_dtypes.bfloat16
@@ -247,8 +247,8 @@ def scale_by(x, w, out, n, BLOCK: dsl.constexpr):
 
 
 def _load_offset_ops(fn, tensor):
-    load = next(op for op in fn.walk() if op.kind == "load" and op.attrs["tensor"] == tensor)
-    index, offset = load.operands[1], load.operands[2]
+    load = next(op for op in fn.walk() if op.kind == "load" and op.tensor == tensor)
+    index, offset = load.index, load.offset
     return index, offset
 
 
@@ -418,7 +418,7 @@ def test_threads_do_not_change_results(monkeypatch):
     y = rng.uniform(0, 1, n).astype(ml_dtypes.bfloat16)
     results = []
     for workers in (1, 2, 3):
-        monkeypatch.setattr(interpreter, "WORKERS", workers)
+        monkeypatch.setenv("DSL_INTERPRETER_THREADS", str(workers))
         out = np.zeros(n, np.float16)
         import ops
 
@@ -436,6 +436,6 @@ def test_fast_float16_cast_is_bit_identical_to_numpy():
     for values in (special, (rng.standard_normal(100_000) * 1e-6).astype(np.float32),
                    rng.standard_normal(100_000) * 1e-5, rng.standard_normal(100_000) * 1e3):
         with np.errstate(all="ignore"):
-            ours = opdefs._to_float16(values)
+            ours = numerics._to_float16(values)
             theirs = values.astype(np.float16)
         np.testing.assert_array_equal(ours.view(np.uint16), theirs.view(np.uint16))

@@ -279,13 +279,17 @@ def test_masked_scalar_load_keeps_its_select_only_when_lanes_are_observed():
 
 
 def test_device_tensors_without_an_npu_get_a_clear_error(torch):
+    from dsl.options import Options
+    from dsl.views import device_of
     from lowering import npu
 
     meta = torch.zeros(16, device="meta")
-    assert not npu.is_npu_tensor(meta) and not npu.is_npu_tensor(torch.zeros(2))
+    assert device_of(meta) == "meta" and device_of(torch.zeros(2)) == "cpu"
     with pytest.raises(dsl.DSLLaunchError, match="tensor on device 'meta'"):
         ops.bce_backward_kernel(meta, meta, meta, None, meta, 16, 1.0, HAS_WEIGHT=False,
                                 APPLY_SCALE=False)
+    binding = ops.bce_backward_kernel.bind_arguments(
+        (meta,) * 3 + (None, meta, 16, 1.0), {"HAS_WEIGHT": False, "APPLY_SCALE": False})
+    assert binding.device == "meta" and binding.open_blocks == {"BLOCK"}
     with pytest.raises(dsl.DSLLaunchError, match="need torch_npu and CANN"):
-        npu.launch(ops.bce_backward_kernel, (meta,) * 3 + (None, meta, 16, 1.0),
-                   {"HAS_WEIGHT": False, "APPLY_SCALE": False}, None)
+        npu.launch(ops.bce_backward_kernel, binding, None, Options())

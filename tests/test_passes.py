@@ -33,16 +33,22 @@ def strided_copy(src, dst, n, BLOCK: dsl.constexpr):
         dsl.store(dst, idx, dsl.load(src, idx, idx < n), idx < n)
 
 
+_RAW_ARGS: dict[int, tuple] = {}  # runtime arguments of each unoptimized function
+
+
 def _both(kernel, args, kwargs, grid=(1,)):
     """(unoptimized, optimized) functions for one specialization, and the launch."""
     launch = kernel.prepare(args, kwargs, grid)
-    specs, _ = kernel.bind(args, kwargs)
+    specs, values = kernel.bind(args, kwargs)
     raw = build_ir(kernel.source, specs)
+    # the passes drop unused layout parameters: the raw function takes its own list
+    _RAW_ARGS[id(raw)] = tuple(kernel.runtime_arguments(raw, values, launch.tensors))
     return raw, launch.function, launch
 
 
 def _run(fn, launch) -> None:
-    interpreter.run(dataclasses.replace(launch, function=fn))
+    args = launch.args if fn is launch.function else _RAW_ARGS[id(fn)]
+    interpreter.run(dataclasses.replace(launch, function=fn, args=args))
 
 
 def _ops(fn, kind):
@@ -64,7 +70,7 @@ def test_simplified_indices_agree_with_the_original_by_brute_force(block):
     # what the passes proved: no % or // left, and both masks are gone
     assert not _ops(optimized, "mod") and not _ops(optimized, "floordiv")
     assert _ops(raw, "mod") and _ops(raw, "floordiv")
-    assert not any(op.attrs["masked"] for op in _ops(optimized, "load") + _ops(optimized, "store"))
+    assert not any(op.masked for op in _ops(optimized, "load") + _ops(optimized, "store"))
 
 
 def test_layout_offsets_brute_force_over_small_sizes_and_strides():
@@ -118,14 +124,20 @@ def test_dead_loads_are_removed_and_constants_folded():
     fn = dead_code.ir(x, np.zeros(8, np.float32))
     assert not _ops(fn, "load") and not _ops(fn, "mul")
     store = _ops(fn, "store")[0]
-    assert store.operands[3].owner.kind == "const" and store.operands[3].owner.attrs["value"] == 6.0
+    assert store.value.owner.kind == "const" and store.value.owner.attrs["value"] == 6.0
 
 
-def test_dump_ir_prints_after_each_pass(monkeypatch, capsys):
-    monkeypatch.setenv("DSL_DUMP_IR", "1")
+def test_dump_ir_prints_after_each_pass(capsys):
     optimize(build_ir(dead_code.source, dead_code.bind(
-        (np.zeros(8, np.float32), np.zeros(8, np.float32)), {})[0]))
+        (np.zeros(8, np.float32), np.zeros(8, np.float32)), {})[0]), dump_ir=True)
     err = capsys.readouterr().err
     for name in ("after build", "after fold-constants", "after simplify-indices",
-                 "after eliminate-common-subexpressions", "after eliminate-dead-code"):
+                 "after eliminate-common-subexpressions", "after eliminate-dead-code",
+                 "after prune-hidden-params"):
         assert f"// IR of dead_code {name}" in err
+
+
+def test_dump_ir_environment_reaches_a_new_specialization(monkeypatch, capsys):
+    monkeypatch.setenv("DSL_DUMP_IR", "1")
+    dead_code.ir(np.zeros(8, np.int64), np.zeros(8, np.int64))  # not built before
+    assert "// IR of dead_code after eliminate-dead-code" in capsys.readouterr().err

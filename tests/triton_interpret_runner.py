@@ -81,7 +81,7 @@ def to_torch(array: np.ndarray) -> torch.Tensor:
 
 def run_case(kernel, args, kwargs, grid, folder):
     launch = kernel.prepare(args, kwargs, grid)
-    out_name = next(op.attrs["tensor"] for op in launch.function.walk() if op.kind == "store")
+    out_name = next(op.tensor for op in launch.function.walk() if op.kind == "store")
     ours = launch.tensors[out_name].buffer
     ours[...] = 0
     interpreter.run(launch)

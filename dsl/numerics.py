@@ -1,0 +1,119 @@
+"""Numeric semantics shared by every backend: how the DSL computes, in NumPy.
+
+The op table (``dsl.opdefs``) points at these functions; the interpreter, the
+constant folder and compiled-CPU mode's runtime shim all follow them, so a kernel
+computes the same bits everywhere. Conventions, chosen to match what Triton lowers
+to:
+
+- Integer ``//`` and ``%`` truncate toward zero like C (``arith.divsi/remsi``);
+  float ``%`` is C ``fmod``; ``x // 0`` and ``x % 0`` give 0.
+- Transcendental functions (exp, log, log1p, sqrt, the exp in sigmoid) are fp32
+  functions: evaluated in float64 and rounded to fp32, then to a 16-bit operand's
+  type. One definition, not the platform's: NumPy's float32 ``exp`` and the C
+  library's ``expf`` disagree in the last bit on a few percent of inputs, and
+  compiled-CPU mode (``lowering.cpu``) links these same definitions.
+- Casts round to nearest even between floats, truncate toward zero from float to
+  integer and test ``!= 0`` to int1 (rule 9 of ``dsl.semantic``).
+- Reductions combine in index order along the axis (``reduce_in_order``): that is
+  what the lowered loops do, and the order fixes a float sum's bits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from dsl.dtypes import DType
+
+
+def c_floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer division truncating toward zero (C semantics); x // 0 gives 0."""
+    safe_b = np.where(b == 0, 1, b)
+    q = np.floor_divide(a, safe_b)
+    adjust = (np.remainder(a, safe_b) != 0) & ((a < 0) != (safe_b < 0))
+    q = q + adjust.astype(q.dtype)
+    return np.where(b == 0, 0, q).astype(np.result_type(a, b))
+
+
+def c_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer remainder with the sign of the dividend (C semantics); x % 0 gives 0."""
+    safe_b = np.where(b == 0, 1, b)
+    return np.where(b == 0, 0, np.fmod(a, safe_b)).astype(np.result_type(a, b))
+
+
+def fp32_math(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    """A transcendental function at fp32 precision: evaluated in float64 and rounded
+    to fp32 (correctly rounded but for ties that float64 cannot resolve), then, for a
+    16-bit operand, rounded to that type, as the lowered code computes it. fp64
+    operands are computed in float64."""
+
+    def run(x: np.ndarray, *, dtype: DType) -> np.ndarray:
+        if dtype.bits == 64:
+            return fn(x)
+        result = fn(x.astype(np.float64)).astype(np.float32)
+        return result if dtype.bits == 32 else result.astype(dtype.np)
+
+    return run
+
+
+def sigmoid(x: np.ndarray, *, dtype: DType) -> np.ndarray:
+    """1 / (1 + exp(-x)) in fp32 arithmetic with the fp32 exp above (Triton's
+    definition of sigmoid), rounded to the operand type."""
+    if dtype.bits == 64:
+        return 1.0 / (1.0 + np.exp(-x))
+    x32 = x.astype(np.float32)
+    e = np.exp(-x32.astype(np.float64)).astype(np.float32)
+    one = np.float32(1)
+    result = one / (one + e)
+    return result if dtype.bits == 32 else result.astype(dtype.np)
+
+
+_FP16_MIN_NORMAL = 2.0**-14
+
+
+def _to_float16(x: np.ndarray) -> np.ndarray:
+    """Round float32/float64 to float16, nearest even, like ``astype``. NumPy's own
+    cast is ~20x slower for results in float16's subnormal range, so those are built
+    from their bits: a subnormal float16 is m * 2**-24 with m = rint(|x| * 2**24)
+    (m = 1024 is the smallest normal, 2**-14, whose bits are also 1024)."""
+    magnitude = np.abs(x)
+    tiny = magnitude < _FP16_MIN_NORMAL
+    if not tiny.any():
+        return x.astype(np.float16)
+    normal = np.where(tiny, 0, x).astype(np.float16).view(np.uint16)
+    mantissa = np.rint(np.minimum(magnitude, _FP16_MIN_NORMAL) * 2.0**24).astype(np.uint16)
+    subnormal = mantissa | (np.signbit(x).astype(np.uint16) << np.uint16(15))
+    return np.where(tiny, subnormal, normal).view(np.float16)
+
+
+def cast_array(x: np.ndarray, dtype: DType) -> np.ndarray:
+    """The ``cast`` op (rule 9 of dsl.semantic): round to nearest even between floats,
+    truncation toward zero from float to int, ``!= 0`` to int1."""
+    if dtype.is_bool:
+        return x != 0
+    if dtype.np == np.float16 and x.dtype in (np.float32, np.float64):
+        return _to_float16(x)
+    if dtype.is_int and x.dtype.kind not in "biu":  # from a float type (bf16 included)
+        with np.errstate(invalid="ignore"):
+            return np.trunc(x.astype(np.float64)).astype(dtype.np)
+    with np.errstate(over="ignore"):
+        return x.astype(dtype.np)
+
+
+# ----------------------------------------------------------------------------- reductions
+
+
+def sum_in_order(x: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
+    """Sum along ``axis`` adding the elements in index order (rule 10), in ``dtype``."""
+    return np.take(np.add.accumulate(x, axis=axis, dtype=dtype), -1, axis=axis)
+
+
+def max_ignoring_nan(x: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
+    """Largest element along ``axis``; a NaN is ignored unless all are NaN (maxNum)."""
+    return np.fmax.reduce(x, axis=axis).astype(dtype, copy=False)
+
+
+def min_ignoring_nan(x: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
+    """Smallest element along ``axis``; a NaN is ignored unless all are NaN (minNum)."""
+    return np.fmin.reduce(x, axis=axis).astype(dtype, copy=False)

@@ -1,0 +1,100 @@
+"""The options record: every setting of the compiler and its backends, in one place.
+
+``Options`` is frozen. ``Options.from_env()`` is the only place that reads the
+environment, and it runs when a call needs options, never at import; nothing in
+the project writes ``os.environ``. Pass a record per call to override it:
+
+    opts = dsl.Options.from_env().replace(backend="compiled-cpu", dump_ir=True)
+    kernel.launch(x, y, out, n, options=opts)
+
+Environment variables (all optional):
+
+- ``DSL_BACKEND``: execution mode of CPU launches, a backend name registered in
+  ``lowering.backends`` (``interpreter``, ``compiled-cpu``,
+  ``compiled-cpu-hfusion``); default ``interpreter``.
+- ``DSL_INTERPRET=1``: force the NumPy interpreter, whatever else is asked for
+  (NPU tensors included).
+- ``DSL_DUMP_IR=1``: print the IR after each pass to stderr.
+- ``DSL_CACHE_DIR``: folder of generated sources, lowered kernels and shared
+  objects; default ``~/.cache/ascend-dsl``.
+- ``DSL_INTERPRETER_THREADS``: worker threads for independent chunks and
+  programs; 0 or unset means one per core, at most 8; 1 runs on the calling thread.
+- ``DSL_LLVM_ROOT``: the MLIR/LLVM 19 installation compiled-CPU mode uses; default
+  ``/usr/lib/llvm-19``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_LLVM_ROOT = Path("/usr/lib/llvm-19")
+MAX_DEFAULT_WORKERS = 8
+
+
+def _flag(value: str | None) -> bool:
+    return value not in (None, "", "0")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Compiler and backend settings (see the module doc for the environment)."""
+
+    backend: str = "interpreter"
+    force_interpreter: bool = False
+    dump_ir: bool = False
+    cache_dir: Path | None = None  # None: ~/.cache/ascend-dsl
+    interpreter_threads: int = 0  # 0: one per core, at most MAX_DEFAULT_WORKERS
+    llvm_root: Path = DEFAULT_LLVM_ROOT
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.backend, str) or not self.backend:
+            raise ValueError(f"Options.backend must be a backend name, got {self.backend!r}")
+        if not isinstance(self.interpreter_threads, int) or self.interpreter_threads < 0:
+            raise ValueError("Options.interpreter_threads must be a non-negative integer, got "
+                             f"{self.interpreter_threads!r}")
+        if self.cache_dir is not None and not isinstance(self.cache_dir, Path):
+            object.__setattr__(self, "cache_dir", Path(self.cache_dir))
+        if not isinstance(self.llvm_root, Path):
+            object.__setattr__(self, "llvm_root", Path(self.llvm_root))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Options:
+        """The options the environment asks for (``os.environ`` unless given)."""
+        env = os.environ if environ is None else environ
+        threads = env.get("DSL_INTERPRETER_THREADS", "").strip() or "0"
+        try:
+            thread_count = int(threads)
+        except ValueError:
+            raise ValueError(f"DSL_INTERPRETER_THREADS must be an integer, got {threads!r}") \
+                from None
+        cache = env.get("DSL_CACHE_DIR")
+        return cls(backend=env.get("DSL_BACKEND") or "interpreter",
+                   force_interpreter=_flag(env.get("DSL_INTERPRET")),
+                   dump_ir=_flag(env.get("DSL_DUMP_IR")),
+                   cache_dir=Path(cache) if cache else None,
+                   interpreter_threads=thread_count,
+                   llvm_root=Path(env.get("DSL_LLVM_ROOT") or DEFAULT_LLVM_ROOT))
+
+    def replace(self, **changes: Any) -> Options:
+        """A copy with ``changes`` applied (validated like a new record)."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def cache_root(self) -> Path:
+        """The cache folder (``cache_dir`` or ``~/.cache/ascend-dsl``)."""
+        return self.cache_dir or Path.home() / ".cache" / "ascend-dsl"
+
+    @property
+    def workers(self) -> int:
+        """Worker threads to use (``interpreter_threads``, or one per core up to 8)."""
+        return self.interpreter_threads or min(os.cpu_count() or 1, MAX_DEFAULT_WORKERS)
+
+    @property
+    def execution_backend(self) -> str:
+        """The backend a CPU launch runs on: the interpreter when forced."""
+        return "interpreter" if self.force_interpreter else self.backend

@@ -1,0 +1,79 @@
+"""Running the toolchain's programs, and how their failures are reported.
+
+One helper for every subprocess the lowering runs (bishengir-compile,
+bishengir-opt, mlir-translate, llc, gcc, and triton-ascend's Linalg-to-LLVM step):
+a fresh temporary folder removed afterwards, a timeout, the return code checked,
+and every failure turned into a ``LoweringError`` that names the stage and quotes
+the end of the tool's output (and, where the caller can map it, the user's kernel
+line).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+from dsl.errors import DSLError, SourceLoc
+
+DEFAULT_TIMEOUT = 600.0
+_TAIL = 4000  # characters of a tool's output quoted in an error
+
+
+class LoweringError(DSLError):
+    """A lowering stage failed. ``stage`` names it; ``loc`` is the user's kernel line
+    when the toolchain reported a location in the generated code."""
+
+    def __init__(self, stage: str, message: str, loc: SourceLoc | None = None) -> None:
+        self.stage = stage
+        self.loc = loc
+        where = f"\n{loc}: in your kernel:\n{loc.excerpt()}" if loc else ""
+        super().__init__(f"lowering stage '{stage}' failed: {message.strip()}{where}")
+
+
+class ToolchainMissing(LoweringError):
+    """A program of the toolchain (triton-ascend, ascendnpu-ir, LLVM) is not installed."""
+
+
+@contextlib.contextmanager
+def workdir(prefix: str) -> Iterator[Path]:
+    """A fresh temporary folder, removed when the block ends."""
+    path = Path(tempfile.mkdtemp(prefix=f"ascend-dsl-{prefix}-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def run_tool(stage: str, argv: Sequence[str | Path], *, check: bool = True,
+             timeout: float = DEFAULT_TIMEOUT, env: Mapping[str, str] | None = None,
+             locate: Callable[[str], SourceLoc | None] = lambda text: None
+             ) -> subprocess.CompletedProcess[str]:
+    """Run one program of stage ``stage`` and return its completed process (text
+    output captured). ``env`` entries are added to this process's environment for
+    the child only. A missing program, a timeout and, with ``check``, a non-zero
+    return code raise ``LoweringError`` with the end of the program's output."""
+    command = [str(a) for a in argv]
+    child_env = None if env is None else {**os.environ, **env}
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                              env=child_env)
+    except FileNotFoundError:
+        raise ToolchainMissing(stage, f"{command[0]} is not installed") from None
+    except subprocess.TimeoutExpired:
+        raise LoweringError(stage, f"{Path(command[0]).name} ran past {timeout:.0f} s") from None
+    if check and done.returncode != 0:
+        raise LoweringError(stage, failure_text(done), locate(done.stderr + done.stdout))
+    return done
+
+
+def failure_text(done: subprocess.CompletedProcess[str]) -> str:
+    """The end of a failed program's output, or its return code when it printed
+    nothing."""
+    detail = (done.stderr or done.stdout or "").strip()
+    name = Path(str(done.args[0])).name if done.args else "the tool"
+    return detail[-_TAIL:] if detail else f"{name} exited with status {done.returncode}"

@@ -1,0 +1,298 @@
+"""Invariants of the interpreter and the index rewriter that the rest of the suite only
+covers through the compiled-CPU path (which needs the LLVM toolchain).
+
+Pinned here, each with a kernel run in the default NumPy interpreter:
+
+- the offset simplifier drops ``x % m`` and ``x // m`` only where ``0 <= x < m`` is
+  provable, not merely ``x >= 0``;
+- bounds checks reject index ``numel`` (one past the end) on both the lazy
+  ``start + arange`` path and the materialized (gathered) path, and nothing is written;
+- ``dsl.sum`` on floats adds in index order (the order the lowered loops use), not
+  NumPy's pairwise order, so results are bit-identical to a sequential sum;
+- ``start + arange`` near the int32 limit wraps like Triton's int32 arithmetic, and
+  comparisons on the wrapped values see the wrapped values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dsl
+
+# ----------------------------------------------------------------------------- % and //
+
+
+@dsl.jit
+def mod_gather(x, out):
+    i = dsl.arange(0, 16)
+    dsl.store(out, i, dsl.load(x, i % 4))
+
+
+@dsl.jit
+def floordiv_gather(x, out, FORM: dsl.constexpr):
+    i = dsl.arange(0, 16)
+    if FORM == "plain":
+        j = i // 4
+    if FORM == "plus_one":
+        j = i // 4 + 1
+    if FORM == "times_four":
+        j = (i // 4) * 4
+    if FORM == "div_mod":
+        j = (i // 4) * 4 + i % 4
+    dsl.store(out, i, dsl.load(x, j))
+
+
+@dsl.jit
+def mod_floordiv_values(q, r):
+    i = dsl.arange(0, 16)
+    dsl.store(q, i, i // 4)
+    dsl.store(r, i, i % 4)
+
+
+def test_mod_in_a_load_index_is_kept_when_the_range_exceeds_the_modulus():
+    """``arange(0, 16) % 4`` is nonnegative but not below 4: the ``%`` must stay."""
+    x = np.arange(10, 26, dtype=np.float32)
+    out = np.full(16, -1.0, np.float32)
+    mod_gather(x, out)
+    np.testing.assert_array_equal(out, x[np.tile(np.arange(4), 4)])
+
+
+@pytest.mark.parametrize("form, expected", [
+    ("plain", np.arange(16) // 4),
+    ("plus_one", np.arange(16) // 4 + 1),
+    ("times_four", np.arange(16) // 4 * 4),
+    ("div_mod", np.arange(16)),
+], ids=["plain", "plus_one", "times_four", "div_mod"])
+def test_floordiv_in_a_load_index_is_kept_when_the_range_exceeds_the_divisor(form, expected):
+    """``arange(0, 16) // 4`` is 0,0,0,0,1,1,1,1,...: it must not be folded to 0. (A bare
+    ``i // 4`` offset is never rewritten, since the constant 0 saves no op; the other
+    forms are ones where folding would be accepted as a simplification.)"""
+    x = np.arange(10, 30, dtype=np.float32)
+    out = np.full(16, -1.0, np.float32)
+    floordiv_gather(x, out, FORM=form)
+    np.testing.assert_array_equal(out, x[expected])
+
+
+def test_mod_and_floordiv_values_of_an_arange():
+    """The same expressions stored as values (not used as offsets)."""
+    q = np.full(16, -1, np.int32)
+    r = np.full(16, -1, np.int32)
+    mod_floordiv_values(q, r)
+    np.testing.assert_array_equal(q, np.arange(16) // 4)
+    np.testing.assert_array_equal(r, np.arange(16) % 4)
+
+
+# ----------------------------------------------------------------------------- bounds
+
+
+@dsl.jit
+def contiguous_load(x, out, start):
+    i = dsl.arange(0, 8)
+    dsl.store(out, i, dsl.load(x, start + i))
+
+
+@dsl.jit
+def contiguous_store(x, out, start):
+    i = dsl.arange(0, 8)
+    dsl.store(out, start + i, dsl.load(x, i))
+
+
+@dsl.jit
+def contiguous_masked_load(x, out, start, n):
+    i = dsl.arange(0, 8)
+    idx = start + i
+    dsl.store(out, i, dsl.load(x, idx, idx < n, other=0.0))
+
+
+@dsl.jit
+def contiguous_masked_store(x, out, start, n):
+    i = dsl.arange(0, 8)
+    idx = start + i
+    dsl.store(out, idx, dsl.load(x, i), idx < n)
+
+
+@dsl.jit
+def gathered_load(x, where, out):
+    i = dsl.arange(0, 8)
+    dsl.store(out, i, dsl.load(x, dsl.load(where, i)))
+
+
+@dsl.jit
+def gathered_store(x, where, out):
+    i = dsl.arange(0, 8)
+    dsl.store(out, dsl.load(where, i), dsl.load(x, i))
+
+
+@dsl.jit
+def strided_load(x, out, start):
+    i = dsl.arange(0, 8)
+    dsl.store(out, i, dsl.load(x, start + i * 2))
+
+
+@dsl.jit
+def strided_masked_store(x, out, start, n):
+    i = dsl.arange(0, 8)
+    idx = start + i * 2
+    dsl.store(out, idx, dsl.load(x, i), idx < n)
+
+
+def _src():
+    return np.arange(1, 9, dtype=np.float32)
+
+
+def test_contiguous_access_ending_exactly_at_numel_is_in_bounds():
+    """Control for the one-past-the-end tests: lanes 8..15 of a 16-element tensor."""
+    x = np.arange(16, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    contiguous_load(x, out, 8)
+    np.testing.assert_array_equal(out, x[8:])
+    out16 = np.zeros(16, np.float32)
+    contiguous_store(_src(), out16, 8)
+    np.testing.assert_array_equal(out16[8:], _src())
+
+
+def test_contiguous_load_touching_numel_raises():
+    """Lanes 9..16 of a 16-element tensor: the last lane reads index 16 == numel."""
+    x = np.arange(16, dtype=np.float32)
+    out = np.full(8, -1.0, np.float32)
+    with pytest.raises(dsl.OutOfBoundsError, match="index 16 was accessed"):
+        contiguous_load(x, out, 9)
+    assert np.all(out == -1.0)
+
+
+def test_contiguous_store_touching_numel_raises_and_writes_nothing():
+    out = np.full(16, -1.0, np.float32)
+    with pytest.raises(dsl.OutOfBoundsError, match="index 16 was accessed"):
+        contiguous_store(_src(), out, 9)
+    assert np.all(out == -1.0)
+
+
+def test_contiguous_masked_accesses_letting_numel_through_raise():
+    """A mask ``idx < numel + 1`` lets the lane at index numel through."""
+    x = np.arange(16, dtype=np.float32)
+    out = np.full(8, -1.0, np.float32)
+    contiguous_masked_load(x, out, 9, 16)  # the mask stops at numel: fine
+    np.testing.assert_array_equal(out, [9, 10, 11, 12, 13, 14, 15, 0])
+    out[:] = -1.0
+    with pytest.raises(dsl.OutOfBoundsError, match="index 16 was accessed"):
+        contiguous_masked_load(x, out, 9, 17)
+    assert np.all(out == -1.0)
+
+    out16 = np.full(16, -1.0, np.float32)
+    with pytest.raises(dsl.OutOfBoundsError, match="index 16 was accessed"):
+        contiguous_masked_store(_src(), out16, 9, 17)
+    assert np.all(out16 == -1.0)
+
+
+def test_gathered_accesses_touching_numel_raise_and_write_nothing():
+    """Indices loaded from a tensor take the materialized bounds-check path."""
+    x = np.arange(16, dtype=np.float32)
+    ok = np.array([0, 15, 3, 2, 1, 7, 8, 9], np.int32)
+    bad = np.array([0, 15, 3, 16, 1, 7, 8, 9], np.int32)
+    out = np.full(8, -1.0, np.float32)
+    gathered_load(x, ok, out)
+    np.testing.assert_array_equal(out, x[ok])
+    out[:] = -1.0
+    with pytest.raises(dsl.OutOfBoundsError, match="index 16 was accessed"):
+        gathered_load(x, bad, out)
+    assert np.all(out == -1.0)
+
+    out16 = np.full(16, -1.0, np.float32)
+    with pytest.raises(dsl.OutOfBoundsError, match="index 16 was accessed"):
+        gathered_store(_src(), bad, out16)
+    assert np.all(out16 == -1.0)
+
+
+def test_strided_accesses_touching_numel_raise_and_write_nothing():
+    """``start + arange * 2`` is not a lazy run either; index 16 is its last lane."""
+    x = np.arange(16, dtype=np.float32)
+    out = np.full(8, -1.0, np.float32)
+    strided_load(x, out, 1)  # 1, 3, ..., 15
+    np.testing.assert_array_equal(out, x[1::2])
+    out[:] = -1.0
+    with pytest.raises(dsl.OutOfBoundsError, match="index 16 was accessed"):
+        strided_load(x, out, 2)  # 2, 4, ..., 16
+    assert np.all(out == -1.0)
+
+    out16 = np.full(16, -1.0, np.float32)
+    with pytest.raises(dsl.OutOfBoundsError, match="index 16 was accessed"):
+        strided_masked_store(_src(), out16, 2, 17)
+    assert np.all(out16 == -1.0)
+
+
+# ----------------------------------------------------------------------------- sum order
+
+
+@dsl.jit
+def row_sum(x, out, N: dsl.constexpr):
+    i = dsl.arange(0, N)
+    dsl.store(out, dsl.arange(0, 1), dsl.sum(dsl.load(x, i), axis=0)[None])
+
+
+@dsl.jit
+def sum_2d(x, out0, out1, R: dsl.constexpr, C: dsl.constexpr):
+    r = dsl.arange(0, R)
+    c = dsl.arange(0, C)
+    v = dsl.load(x, r[:, None] * C + c[None, :])
+    dsl.store(out1, r, dsl.sum(v, axis=1))
+    dsl.store(out0, c, dsl.sum(v, axis=0))
+
+
+def _sequential(a, axis):
+    return np.take(np.add.accumulate(a, axis=axis, dtype=np.float32), -1, axis=axis)
+
+
+def test_float_sum_adds_in_index_order():
+    """A 4096-element fp32 sum equals the left-to-right sum, not NumPy's pairwise one."""
+    rng = np.random.default_rng(1234)
+    x = (rng.standard_normal(4096) * 1000).astype(np.float32)
+    sequential = _sequential(x, 0)
+    assert sequential != np.sum(x, dtype=np.float32), "data does not tell the orders apart"
+    out = np.zeros(1, np.float32)
+    row_sum(x, out, N=4096)
+    assert out.view(np.int32)[0] == np.float32(sequential).view(np.int32)
+
+
+def test_float_sum_of_a_2d_block_adds_in_index_order_along_each_axis():
+    """Rows summed along axis 1 and columns along axis 0, bit for bit. (Along axis 0
+    NumPy's own sum of a C-ordered block is already sequential; that half is a guard
+    against other reorderings.)"""
+    rng = np.random.default_rng(99)
+    rows, cols = 8, 1024
+    x = (rng.standard_normal((rows, cols)) * 1000).astype(np.float32)
+    out0 = np.zeros(cols, np.float32)
+    out1 = np.zeros(rows, np.float32)
+    expect1 = _sequential(x, 1)
+    expect0 = _sequential(x, 0)
+    assert not np.array_equal(expect1, np.sum(x, axis=1, dtype=np.float32))
+    sum_2d(x.reshape(-1), out0, out1, R=rows, C=cols)
+    np.testing.assert_array_equal(out1.view(np.int32), expect1.view(np.int32))
+    np.testing.assert_array_equal(out0.view(np.int32), expect0.view(np.int32))
+
+
+# ----------------------------------------------------------------------------- int32 wrap
+
+
+@dsl.jit
+def wrapped_lanes(out_mask, out_idx, start, n):
+    i = dsl.arange(0, 16)
+    idx = start + i
+    m = idx < n
+    dsl.store(out_mask, i, dsl.where(m, 1, 0))
+    dsl.store(out_idx, i, idx)
+
+
+@pytest.mark.parametrize("n", [2**31 - 1, 2**31 - 4, 0, -(2**31) + 4])
+def test_start_plus_arange_wraps_in_int32_and_comparisons_see_the_wrap(n):
+    """``start + arange`` past 2**31 - 1 wraps to negative values, as in Triton."""
+    start = 2**31 - 8
+    with np.errstate(over="ignore"):
+        idx = np.int32(start) + np.arange(16, dtype=np.int32)
+    expect_mask = (idx < np.int32(n)).astype(np.int32)
+    assert idx[-1] < 0, "the lanes must wrap for this test to mean anything"
+    out_mask = np.full(16, -7, np.int32)
+    out_idx = np.full(16, -7, np.int32)
+    wrapped_lanes(out_mask, out_idx, np.int32(start), np.int32(n))
+    np.testing.assert_array_equal(out_idx, idx)
+    np.testing.assert_array_equal(out_mask, expect_mask)
