@@ -21,6 +21,23 @@ class DType:
     kind: str  # "bool", "int" or "float"
     bits: int
     triton_name: str
+    signed: bool = True  # integers: two's complement, or unsigned
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self.kind == "int" and not self.signed
+
+    @property
+    def min(self) -> int:
+        """Smallest value of an integer type."""
+        return -(1 << (self.bits - 1)) if self.signed and self.kind == "int" else 0
+
+    @property
+    def max(self) -> int:
+        """Largest value of an integer type (1 for int1)."""
+        if self.kind == "bool":
+            return 1
+        return (1 << (self.bits - 1)) - 1 if self.signed else (1 << self.bits) - 1
 
     @property
     def np(self) -> np.dtype:
@@ -54,21 +71,35 @@ class DType:
         return self.is_float
 
 
-int1 = DType("int1", "bool", 1, "tl.int1")
+int1 = DType("int1", "bool", 1, "tl.int1", signed=False)
+int8 = DType("int8", "int", 8, "tl.int8")
+int16 = DType("int16", "int", 16, "tl.int16")
 int32 = DType("int32", "int", 32, "tl.int32")
 int64 = DType("int64", "int", 64, "tl.int64")
+uint8 = DType("uint8", "int", 8, "tl.uint8", signed=False)
+uint16 = DType("uint16", "int", 16, "tl.uint16", signed=False)
+uint32 = DType("uint32", "int", 32, "tl.uint32", signed=False)
+uint64 = DType("uint64", "int", 64, "tl.uint64", signed=False)
 float16 = DType("float16", "float", 16, "tl.float16")
 bfloat16 = DType("bfloat16", "float", 16, "tl.bfloat16")
 float32 = DType("float32", "float", 32, "tl.float32")
 float64 = DType("float64", "float", 64, "tl.float64")
 
-ALL_DTYPES: tuple[DType, ...] = (int1, int32, int64, float16, bfloat16, float32, float64)
+ALL_DTYPES: tuple[DType, ...] = (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+                                 float16, bfloat16, float32, float64)
+INT_DTYPES: tuple[DType, ...] = (int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 FLOAT_DTYPES: tuple[DType, ...] = (float16, bfloat16, float32, float64)
 
 _NUMPY: dict[str, np.dtype] = {
     "int1": np.dtype(np.bool_),
+    "int8": np.dtype(np.int8),
+    "int16": np.dtype(np.int16),
     "int32": np.dtype(np.int32),
     "int64": np.dtype(np.int64),
+    "uint8": np.dtype(np.uint8),
+    "uint16": np.dtype(np.uint16),
+    "uint32": np.dtype(np.uint32),
+    "uint64": np.dtype(np.uint64),
     "float16": np.dtype(np.float16),
     "bfloat16": np.dtype(ml_dtypes.bfloat16),
     "float32": np.dtype(np.float32),
@@ -88,7 +119,9 @@ def from_numpy(dtype: np.dtype | type) -> DType:
 
 
 _TORCH_NAMES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
-                "float64": "float64", "int32": "int32", "int64": "int64", "bool": "int1"}
+                "float64": "float64", "int8": "int8", "int16": "int16", "int32": "int32",
+                "int64": "int64", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32",
+                "uint64": "uint64", "bool": "int1"}
 
 
 def from_torch(dtype: object) -> DType:
@@ -104,7 +137,9 @@ def from_torch(dtype: object) -> DType:
 def by_name(name: str) -> DType:
     """Look a dtype up by its DSL name (``"float16"``, ``"bf16"`` and ``"fp32"`` also work)."""
     aliases = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32",
-               "float": "float32", "fp64": "float64", "double": "float64", "bool": "int1"}
+               "float": "float32", "fp64": "float64", "double": "float64", "bool": "int1",
+               "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
+               "u16": "uint16", "u32": "uint32", "u64": "uint64"}
     canonical = aliases.get(name, name)
     for d in ALL_DTYPES:
         if d.name == canonical:

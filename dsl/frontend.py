@@ -38,7 +38,7 @@ from dsl.semantic import Builder, ViewArg
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv",
            ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.BitAnd: "and", ast.BitOr: "or",
-           ast.BitXor: "xor"}
+           ast.BitXor: "xor", ast.LShift: "lshift", ast.RShift: "rshift", ast.Pow: "pow"}
 _CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq",
            ast.NotEq: "ne"}
 _PY_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
@@ -661,9 +661,19 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "minimum": _binary_builtin("minimum"),
     "exp": _math("exp"), "log": _math("log"), "log1p": _math("log1p"), "abs": _math("abs"),
     "sigmoid": _math("sigmoid"), "sqrt": _math("sqrt"),
+    "tanh": _math("tanh"), "exp2": _math("exp2"), "log2": _math("log2"),
+    "rsqrt": _math("rsqrt"), "sin": _math("sin"), "cos": _math("cos"), "erf": _math("erf"),
+    "floor": _math("floor"), "ceil": _math("ceil"),
+    "pow": _binary_builtin("pow"),
+    "div_rn": _binary_builtin("truediv"),
+    "fdiv": lambda v, node, x, y, ieee_rounding: sem.binary(v.b, "truediv", x, y),
+    "fma": lambda v, node, x, y, z: sem.ternary(v.b, "fma", x, y, z),
+    "umulhi": lambda v, node, x, y: sem.umulhi(v.b, x, y),
+    "clamp": lambda v, node, x, min, max, propagate_nan: sem.clamp(v.b, x, min, max),
+    "cdiv": lambda v, node, x, div: sem.cdiv(v.b, x, div),
     "sum": _reduce("sum"), "max": _reduce("max"), "min": _reduce("min"),
-    "cast": lambda v, node, x, dtype: sem.cast(v.b, sem.as_value(v.b, x),
-                                               _dtype_arg(v, node, dtype)),
+    "cast": lambda v, node, x, dtype, bitcast: (sem.bitcast if bitcast else sem.cast)(
+        v.b, sem.as_value(v.b, x), _dtype_arg(v, node, dtype)),
     "static_assert": _static_assert,
     "range": _loop_only, "static_range": _loop_only, "tile_range": _loop_only,
 }

@@ -157,8 +157,10 @@ def min(x: Any, axis: int | None = None, keep_dims: bool = False) -> Any:  # noq
 
 
 @builtin
-def cast(x: Any, dtype: DType) -> Any:
-    """Convert to ``dtype`` (same as ``x.to(dtype)``)."""
+def cast(x: Any, dtype: DType, bitcast: bool = False) -> Any:
+    """Convert to ``dtype`` (same as ``x.to(dtype)``): values round to nearest even
+    between floats and truncate toward zero to integers; with ``bitcast=True`` the
+    bits are reinterpreted instead (the widths must match)."""
     raise _outside("cast")
 
 
@@ -187,3 +189,108 @@ def range(*args: Any) -> Any:  # noqa: A001
 def static_assert(condition: Any, message: str = "") -> Any:
     """Fail compilation with ``message`` when the constexpr ``condition`` is false."""
     raise _outside("static_assert")
+
+
+# ----------------------------------------------------------------------------- math
+# fp32 functions are evaluated at fp32 precision (float64, rounded) in the
+# interpreter and in compiled-CPU mode; 16-bit operands compute in fp32 and round
+# back. On an NPU, Ascend's math library computes them and may differ in the last
+# bits.
+
+
+@builtin
+def tanh(x: Any) -> Any:
+    """Elementwise hyperbolic tangent (triton-ascend's ``libdevice.tanh``)."""
+    raise _outside("tanh")
+
+
+@builtin
+def exp2(x: Any) -> Any:
+    """Elementwise 2**x."""
+    raise _outside("exp2")
+
+
+@builtin
+def log2(x: Any) -> Any:
+    """Elementwise base-2 logarithm."""
+    raise _outside("log2")
+
+
+@builtin
+def rsqrt(x: Any) -> Any:
+    """Elementwise 1 / sqrt(x)."""
+    raise _outside("rsqrt")
+
+
+@builtin
+def sin(x: Any) -> Any:
+    """Elementwise sine."""
+    raise _outside("sin")
+
+
+@builtin
+def cos(x: Any) -> Any:
+    """Elementwise cosine."""
+    raise _outside("cos")
+
+
+@builtin
+def erf(x: Any) -> Any:
+    """Elementwise error function."""
+    raise _outside("erf")
+
+
+@builtin
+def floor(x: Any) -> Any:
+    """Elementwise round toward -inf."""
+    raise _outside("floor")
+
+
+@builtin
+def ceil(x: Any) -> Any:
+    """Elementwise round toward +inf."""
+    raise _outside("ceil")
+
+
+@builtin
+def pow(x: Any, y: Any) -> Any:  # noqa: A001 - Triton's name
+    """Elementwise x**y on floats (triton-ascend's ``libdevice.pow``); ``x ** y`` too."""
+    raise _outside("pow")
+
+
+@builtin
+def fma(x: Any, y: Any, z: Any) -> Any:
+    """Elementwise x * y + z, rounded once."""
+    raise _outside("fma")
+
+
+@builtin
+def div_rn(x: Any, y: Any) -> Any:
+    """Elementwise x / y rounded to nearest (IEEE division, like ``/``)."""
+    raise _outside("div_rn")
+
+
+@builtin
+def fdiv(x: Any, y: Any, ieee_rounding: bool = False) -> Any:
+    """Elementwise x / y. Triton allows a faster, approximate division here; the
+    interpreter and compiled-CPU mode divide exactly."""
+    raise _outside("fdiv")
+
+
+@builtin
+def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = None) -> Any:  # noqa: A002
+    """Elementwise ``minimum(maximum(x, min), max)`` on floats; a NaN ``x`` gives
+    ``min`` (Triton's default ``propagate_nan=NONE``)."""
+    raise _outside("clamp")
+
+
+@builtin
+def cdiv(x: Any, div: Any) -> Any:
+    """Ceiling division of integers: ``(x + div - 1) // div``."""
+    raise _outside("cdiv")
+
+
+@builtin
+def umulhi(x: Any, y: Any) -> Any:
+    """High 32 bits of the 64-bit product of two int32 or uint32 operands."""
+    raise _outside("umulhi")

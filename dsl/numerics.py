@@ -20,6 +20,7 @@ to:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -55,6 +56,57 @@ def fp32_math(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarra
         return result if dtype.bits == 32 else result.astype(dtype.np)
 
     return run
+
+
+_erf64 = np.frompyfunc(math.erf, 1, 1)
+
+
+def erf64(x: np.ndarray) -> np.ndarray:
+    """The error function in float64 (the C library's, through ``math.erf``)."""
+    return np.asarray(_erf64(x), dtype=np.float64)
+
+
+def rsqrt(x: np.ndarray, *, dtype: DType) -> np.ndarray:
+    """1 / sqrt(x) as triton-ascend lowers ``tl.rsqrt``: the correctly rounded square
+    root, then a division, each rounded to fp32 (16-bit operands compute in fp32 and
+    round back; fp64 in float64)."""
+    if dtype.bits == 64:
+        return 1.0 / np.sqrt(x)
+    root = np.sqrt(x.astype(np.float32))
+    result = np.float32(1) / root
+    return result if dtype.bits == 32 else result.astype(dtype.np)
+
+
+def fp32_math2(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    """A two-operand fp32 function (pow): evaluated in float64, rounded to fp32, then
+    to a 16-bit operand type."""
+
+    def run(a: np.ndarray, b: np.ndarray, *, dtype: DType) -> np.ndarray:
+        if dtype.bits == 64:
+            return fn(a, b)
+        result = fn(a.astype(np.float64), b.astype(np.float64)).astype(np.float32)
+        return result if dtype.bits == 32 else result.astype(dtype.np)
+
+    return run
+
+
+def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, dtype: DType) -> np.ndarray:
+    """a * b + c rounded once for fp32 operands (the product of two fp32 values is
+    exact in float64; the float64 sum then rounds, and rounding that to fp32 can
+    differ from a single rounding in rare double-rounding cases). 16-bit operands
+    compute in fp32 and round back; fp64 operands compute in float64 (two roundings)."""
+    if dtype.bits == 64:
+        return a * b + c
+    wide = a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)
+    result = wide.astype(np.float32)
+    return result if dtype.bits == 32 else result.astype(dtype.np)
+
+
+def umulhi(a: np.ndarray, b: np.ndarray, *, dtype: DType) -> np.ndarray:
+    """The high 32 bits of the 64-bit product of two 32-bit integers."""
+    wide = np.uint64 if dtype.is_unsigned else np.int64
+    product = a.astype(wide) * b.astype(wide)
+    return np.right_shift(product, 32).astype(dtype.np)
 
 
 def sigmoid(x: np.ndarray, *, dtype: DType) -> np.ndarray:
@@ -99,6 +151,31 @@ def cast_array(x: np.ndarray, dtype: DType) -> np.ndarray:
             return np.trunc(x.astype(np.float64)).astype(dtype.np)
     with np.errstate(over="ignore"):
         return x.astype(dtype.np)
+
+
+# ----------------------------------------------------------------------------- bits
+
+
+def shift_left(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a << b`` wrapping in ``a``'s type; a shift outside [0, bits) gives 0 (Triton
+    leaves it undefined)."""
+    bits = a.dtype.itemsize * 8
+    inside = (b >= 0) & (b < bits)
+    return np.where(inside, np.left_shift(a, np.where(inside, b, 0)), 0).astype(a.dtype)
+
+
+def shift_right(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a >> b``: arithmetic for signed types, logical for unsigned; a shift outside
+    [0, bits) gives the sign fill (0 or -1; Triton leaves it undefined)."""
+    bits = a.dtype.itemsize * 8
+    inside = (b >= 0) & (b < bits)
+    fill = np.right_shift(a, bits - 1) if a.dtype.kind == "i" else np.zeros_like(a)
+    return np.where(inside, np.right_shift(a, np.where(inside, b, 0)), fill).astype(a.dtype)
+
+
+def bitcast_array(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The same bits read as ``dtype`` (of the same width)."""
+    return np.ascontiguousarray(x).view(dtype)
 
 
 # ----------------------------------------------------------------------------- reductions

@@ -262,6 +262,13 @@ def _check_cast(op: Op) -> str | None:
     return None
 
 
+def _check_bitcast(op: Op) -> str | None:
+    problem = _check_cast(op)
+    if problem is None and op.source.dtype.bits != op.result.dtype.bits:
+        return f"bitcast between {op.source.dtype.bits}- and {op.result.dtype.bits}-bit types"
+    return problem
+
+
 def _check_broadcast(op: Op) -> str | None:
     src, dst = op.source.shape, op.result.shape
     if op.result.dtype != op.source.dtype or len(src) > len(dst) or any(
@@ -364,7 +371,9 @@ _BINARY, _UNARY = Signature(("lhs", "rhs")), Signature(("x",))
 
 
 def _ew(name: str, ew: Elementwise, doc: str, lanewise: bool = True) -> OpDef:
-    signature = {1: _UNARY, 2: _BINARY, 3: Signature(("condition", "x", "y"))}[ew.arity]
+    ternary = Signature(("condition", "x", "y")) if name == "where" else \
+        Signature(("x", "y", "z"))
+    signature = {1: _UNARY, 2: _BINARY, 3: ternary}[ew.arity]
     return OpDef(name, signature, Effect.PURE, _check_elementwise, doc, lanewise=lanewise,
                  elementwise=ew)
 
@@ -388,6 +397,11 @@ _ELEMENTWISE = [
         "bitwise or"),
     _ew("xor", Elementwise("^", "{0} ^ {1}", _INT, "same", _binary(np.bitwise_xor)),
         "bitwise xor"),
+    _ew("lshift", Elementwise("<<", "{0} << {1}", ("int",), "same", _binary(nm.shift_left)),
+        "a << b; a shift by b outside [0, bits) gives 0 here (undefined in Triton)"),
+    _ew("rshift", Elementwise(">>", "{0} >> {1}", ("int",), "same", _binary(nm.shift_right)),
+        "a >> b: arithmetic for signed, logical for unsigned types; a shift outside "
+        "[0, bits) gives 0 or -1 here (undefined in Triton)"),
     _ew("lt", Elementwise("<", "{0} < {1}", _NUM, "bool", _binary(np.less)), "a < b"),
     _ew("le", Elementwise("<=", "{0} <= {1}", _NUM, "bool", _binary(np.less_equal)), "a <= b"),
     _ew("gt", Elementwise(">", "{0} > {1}", _NUM, "bool", _binary(np.greater)), "a > b"),
@@ -417,6 +431,31 @@ _ELEMENTWISE = [
                             fp32_math=True), "square root at fp32 precision"),
     _ew("sigmoid", Elementwise("sigmoid", "tl.sigmoid({0})", _FLOAT, "same", nm.sigmoid,
                                fp32_math=True), "1 / (1 + exp(-x)) in fp32"),
+    _ew("tanh", Elementwise("tanh", "libdevice.tanh({0})", _FLOAT, "same",
+                            nm.fp32_math(np.tanh), fp32_math=True), "tanh at fp32 precision"),
+    _ew("exp2", Elementwise("exp2", "tl.exp2({0})", _FLOAT, "same", nm.fp32_math(np.exp2),
+                            fp32_math=True), "2**x at fp32 precision"),
+    _ew("log2", Elementwise("log2", "tl.log2({0})", _FLOAT, "same", nm.fp32_math(np.log2),
+                            fp32_math=True), "base-2 log at fp32 precision"),
+    _ew("rsqrt", Elementwise("rsqrt", "tl.rsqrt({0})", _FLOAT, "same", nm.rsqrt,
+                             fp32_math=True), "1 / sqrt(x): fp32 sqrt, then an fp32 division"),
+    _ew("sin", Elementwise("sin", "tl.sin({0})", _FLOAT, "same", nm.fp32_math(np.sin),
+                           fp32_math=True), "sine at fp32 precision"),
+    _ew("cos", Elementwise("cos", "tl.cos({0})", _FLOAT, "same", nm.fp32_math(np.cos),
+                           fp32_math=True), "cosine at fp32 precision"),
+    _ew("erf", Elementwise("erf", "tl.erf({0})", _FLOAT, "same", nm.fp32_math(nm.erf64),
+                           fp32_math=True), "the error function at fp32 precision"),
+    _ew("floor", Elementwise("floor", "tl.floor({0})", _FLOAT, "same", _unary(np.floor),
+                             np.floor, fp32_math=True), "round toward -inf (exact)"),
+    _ew("ceil", Elementwise("ceil", "tl.ceil({0})", _FLOAT, "same", _unary(np.ceil), np.ceil,
+                            fp32_math=True), "round toward +inf (exact)"),
+    _ew("pow", Elementwise("pow", "libdevice.pow({0}, {1})", _FLOAT, "same",
+                           nm.fp32_math2(np.power), fp32_math=True),
+        "x**y at fp32 precision (also the ** operator)"),
+    _ew("fma", Elementwise("fma", "tl.fma({0}, {1}, {2})", _FLOAT, "same", nm.fma,
+                           fp32_math=True), "x * y + z rounded once (see numerics.fma)"),
+    _ew("umulhi", Elementwise("umulhi", "tl.umulhi({0}, {1})", ("int",), "same", nm.umulhi),
+        "high 32 bits of the 64-bit product of 32-bit integers"),
     _ew("where", Elementwise("where", "tl.where({0}, {1}, {2})", _NUM, "same",
                              lambda c, a, b, *, dtype: np.where(c, a, b)),
         "x where condition else y", lanewise=False),
@@ -434,6 +473,9 @@ _STRUCTURAL = [
           "the grid's size along an axis", attrs=("axis",)),
     OpDef("cast", Signature(("source",)), Effect.PURE, _check_cast,
           "conversion to attrs['dtype'] (semantic rule 9; dsl.numerics.cast_array)",
+          attrs=("dtype",), lanewise=True),
+    OpDef("bitcast", Signature(("source",)), Effect.PURE, _check_bitcast,
+          "reinterpret the bits as attrs['dtype'] (same width; .to(dtype, bitcast=True))",
           attrs=("dtype",), lanewise=True),
     OpDef("broadcast", Signature(("source",)), Effect.PURE, _check_broadcast,
           "NumPy broadcast to the result's shape (leading unit axes added)", lanewise=True),

@@ -10,17 +10,21 @@ Promotion rules (Triton's, numbered; messages refer to them):
 1. Kind: int1 < integer < floating. The operand of lower kind converts to the other
    operand's dtype: ``int32 + bfloat16 -> bfloat16``.
 2. Width: within one kind the wider dtype wins: ``float16 + float32 -> float32``,
-   ``int32 + int64 -> int64``.
+   ``int32 + int64 -> int64``. Integers of different signedness follow C's usual
+   arithmetic conversions: the unsigned one wins when it is at least as wide
+   (``int32 + uint32 -> uint32``, ``uint16 + int32 -> int32``); ``//`` and ``%``
+   refuse operands of different signedness.
 3. Prefer float16: ``float16`` with ``bfloat16`` gives ``float16``.
 4. Division: ``/`` always computes in floating point (integer operands become
    float32), and ``/`` and ``%`` on 16-bit floats compute and return float32 (Triton
    has no native 16-bit division or remainder).
 5. Python scalars (literals and constexprs) do not take part in promotion when their
    kind is lower than or equal to the other operand's: ``x_fp16 * 2.0`` stays
-   float16 and ``i32 + 1`` stays int32 (an int literal that does not fit is an
-   error). A scalar of higher kind first takes the smallest dtype of its kind that
-   holds it (int32, else int64; float32), then rules 1-3 apply:
-   ``i32 * 0.5 -> float32``.
+   float16 and ``i32 + 1`` stays int32 (an int literal that does not fit the other
+   operand's dtype is an error, a negative one against an unsigned operand too). A
+   scalar of higher kind first takes a dtype of its kind, as Triton types literals
+   (int32, else uint32, else int64, else uint64 -- so ``2654435769`` is uint32;
+   float32), then rules 1-3 apply: ``i32 * 0.5 -> float32``.
 6. Two Python scalars are combined in Python at compile time (constexpr folding).
 7. Comparisons promote by rules 1-5 and give int1. ``//``, ``&``, ``|``, ``^`` and
    ``~`` need integer or int1 operands.
@@ -28,8 +32,9 @@ Promotion rules (Triton's, numbered; messages refer to them):
    scalars splat to blocks.
 9. ``x.to(dtype)`` and every implicit float conversion round to nearest even;
    float to integer truncates toward zero; anything to int1 tests ``!= 0``.
-10. ``sum`` accumulates int1/int32 in int32, int64 in int64 and every float type of
-    at most 32 bits in float32 (16-bit floats are never accumulated in 16 bits),
+10. ``sum`` accumulates int1 and signed integers narrower than 64 bits in int32,
+    unsigned ones in uint32, 64-bit integers in their own type and every float type
+    of at most 32 bits in float32 (16-bit floats are never accumulated in 16 bits),
     adding the elements in index order along the axis (what the lowered loops do;
     the order fixes the float result); ``max``/``min`` keep the operand dtype.
 """
@@ -49,7 +54,6 @@ PyScalar = bool | int | float
 Operand = Value | PyScalar
 
 _KIND_RANK = {"bool": 0, "int": 1, "float": 2}
-_INT_RANGE = {dt.int32: (-(2**31), 2**31 - 1), dt.int64: (-(2**63), 2**63 - 1)}
 
 
 class Builder:
@@ -83,29 +87,30 @@ def promote(a: DType, b: DType) -> DType:
         return a
     if a.kind != b.kind:  # rule 1
         return a if _KIND_RANK[a.kind] > _KIND_RANK[b.kind] else b
+    if a.kind == "int" and a.signed != b.signed:  # rule 2, mixed signedness
+        unsigned, signed = (a, b) if a.is_unsigned else (b, a)
+        return unsigned if unsigned.bits >= signed.bits else signed
     if a.bits != b.bits:  # rule 2
         return a if a.bits > b.bits else b
     return dt.float16  # rule 3: the only same-width pair is float16/bfloat16
 
 
 def scalar_dtype(value: PyScalar) -> DType:
-    """The smallest dtype of a Python scalar's kind that holds it (rule 5)."""
+    """The dtype of a Python scalar, as Triton types literals (rule 5)."""
     if isinstance(value, bool):
         return dt.int1
     if isinstance(value, int):
-        if _fits(value, dt.int32):
-            return dt.int32
-        if _fits(value, dt.int64):
-            return dt.int64
-        raise OverflowError(f"integer {value} does not fit int64")
+        for dtype in (dt.int32, dt.uint32, dt.int64, dt.uint64):
+            if _fits(value, dtype):
+                return dtype
+        raise OverflowError(f"integer {value} does not fit 64 bits")
     if isinstance(value, float):
         return dt.float32
     raise TypeError(f"not a numeric scalar: {value!r}")
 
 
 def _fits(value: int, dtype: DType) -> bool:
-    lo, hi = _INT_RANGE[dtype]
-    return lo <= value <= hi
+    return dtype.min <= value <= dtype.max
 
 
 def is_pyscalar(x: object) -> bool:
@@ -119,7 +124,7 @@ def _operand_dtype(b: Builder, x: Operand, other: Operand) -> DType:
     sdt = scalar_dtype(x)
     if isinstance(other, Value) and _KIND_RANK[sdt.kind] <= _KIND_RANK[other.dtype.kind]:
         target = other.dtype
-        if isinstance(x, int) and not isinstance(x, bool) and target in _INT_RANGE \
+        if isinstance(x, int) and not isinstance(x, bool) and target.kind == "int" \
                 and not _fits(x, target):
             raise b.error(f"integer literal {x} does not fit {target.name} (rule 5)")
         return target
@@ -128,15 +133,21 @@ def _operand_dtype(b: Builder, x: Operand, other: Operand) -> DType:
 
 def binary_dtypes(b: Builder, op: str, lhs: Operand, rhs: Operand) -> tuple[DType, DType]:
     """(operand dtype, result dtype) of a binary op (rules 1-5, 7)."""
-    common = promote(_operand_dtype(b, lhs, rhs), _operand_dtype(b, rhs, lhs))
+    left, right = _operand_dtype(b, lhs, rhs), _operand_dtype(b, rhs, lhs)
+    common = promote(left, right)
     opdef = elementwise(op)
+    divides = opdef.fp32_when_16bit or op == "floordiv"
+    if divides and left.kind == right.kind == "int" and left.signed != right.signed:
+        raise b.error(f"'{opdef.symbol}' of {left.name} and {right.name}: operands of "
+                      "different signedness; cast one of them (rule 2)")
     if opdef.kinds == ("float",) and common.is_int:  # rule 4: '/' computes in floating point
         common = dt.float32
     if opdef.fp32_when_16bit and common.is_float and common.bits < 32:
         common = dt.float32
     if common.kind not in opdef.kinds:
         raise b.error(f"operator '{opdef.symbol}' does not accept {common.name} operands "
-                      f"(rule 7)" if op in ("floordiv", "and", "or", "xor") else
+                      f"(rule 7)" if op in ("floordiv", "and", "or", "xor", "lshift", "rshift")
+                      else
                       f"'{opdef.symbol}' does not accept {common.name} operands")
     return common, (dt.int1 if opdef.result == "bool" else common)
 
@@ -205,6 +216,16 @@ def cast(b: Builder, v: Value, dtype: DType) -> Value:
     return b.emit("cast", [v], [Type(dtype, v.shape)], attrs={"dtype": dtype}).result
 
 
+def bitcast(b: Builder, v: Value, dtype: DType) -> Value:
+    """Reinterpret the bits of ``v`` as ``dtype`` (``x.to(dtype, bitcast=True)``)."""
+    if v.dtype == dtype:
+        return v
+    if v.dtype.is_bool or dtype.is_bool or v.dtype.bits != dtype.bits:
+        raise b.error(f"cannot bitcast {v.dtype.name} to {dtype.name}: bitcasts need two "
+                      "types of the same width (int1 has none)")
+    return b.emit("bitcast", [v], [Type(dtype, v.shape)], attrs={"dtype": dtype}).result
+
+
 def binary(b: Builder, op: str, lhs: Operand, rhs: Operand) -> Value:
     """An elementwise binary op with promotion and broadcasting made explicit."""
     operand_dt, result_dt = binary_dtypes(b, op, lhs, rhs)
@@ -224,6 +245,49 @@ def unary(b: Builder, op: str, x: Operand) -> Value:
                       if opdef.kinds == ("float",) else
                       f"'{opdef.symbol}' does not accept {v.dtype.name} operands")
     return b.emit(op, [v], [v.type]).result
+
+
+def ternary(b: Builder, op: str, x: Operand, y: Operand, z: Operand) -> Value:
+    """An elementwise op of three operands that promote together (``fma``)."""
+    opdef = elementwise(op)
+    common = promote(promote(_operand_dtype(b, x, y), _operand_dtype(b, y, x)),
+                     _operand_dtype(b, z, x if isinstance(x, Value) else y))
+    if opdef.kinds == ("float",) and common.is_int:
+        common = dt.float32
+    if common.kind not in opdef.kinds:
+        raise b.error(f"{opdef.symbol}() does not accept {common.name} operands")
+    values = [as_value(b, v, common) for v in (x, y, z)]
+    shape = broadcast_shapes(b, values[0].shape, values[1].shape, opdef.symbol)
+    shape = broadcast_shapes(b, shape, values[2].shape, opdef.symbol)
+    values = [broadcast_to(b, v, shape) for v in values]
+    return b.emit(op, values, [Type(common, shape)]).result
+
+
+def umulhi(b: Builder, x: Operand, y: Operand) -> Value:
+    """High 32 bits of the 64-bit product of two 32-bit integers (Triton's ``umulhi``)."""
+    operand_dt, _ = binary_dtypes(b, "umulhi", x, y)
+    if operand_dt.bits != 32:
+        raise b.error(f"umulhi() needs int32 or uint32 operands, got {operand_dt.name}")
+    return binary(b, "umulhi", x, y)
+
+
+def clamp(b: Builder, x: Operand, lo: Operand, hi: Operand) -> Value:
+    """``minimum(maximum(x, lo), hi)`` on floats (Triton's ``clamp``; a NaN ``x``
+    gives ``lo``, as maxNum/minNum do)."""
+    v = as_value(b, x)
+    if not v.dtype.is_float:
+        raise b.error(f"clamp() needs a floating-point operand, got {v.dtype.name}")
+    return binary(b, "minimum", binary(b, "maximum", v, lo), hi)
+
+
+def cdiv(b: Builder, x: Operand, div: Operand) -> Operand:
+    """Ceiling division ``(x + div - 1) // div`` of integers (constexprs fold)."""
+    if is_pyscalar(x) and is_pyscalar(div):
+        if not isinstance(x, int) or not isinstance(div, int) or div == 0:
+            raise b.error(f"cdiv() needs integers and a non-zero divisor, got {x!r}, {div!r}")
+        return -(-x // div)
+    top = binary(b, "sub", binary(b, "add", x, div), 1)
+    return binary(b, "floordiv", top, div)
 
 
 def where(b: Builder, cond: Operand, x: Operand, y: Operand) -> Value:

@@ -73,13 +73,22 @@ _SHIM_C = r"""
 #include <string.h>
 
 /* The fp32 transcendental functions of dsl.opdefs: evaluated in double, rounded to
-   float. Linked with -Bsymbolic, they replace the C library's expf/logf/log1pf for
-   the kernel, so the interpreter and compiled code share one definition.
-   __hmf_log1pf is triton-ascend's libdevice.log1p (Ascend's math library). */
+   float. Linked with -Bsymbolic, they replace the C library's expf/logf/... for the
+   kernel, so the interpreter and compiled code share one definition. __hmf_* are
+   triton-ascend's libdevice functions (Ascend's math library). */
 float expf(float x) { return (float)exp((double)x); }
 float logf(float x) { return (float)log((double)x); }
 float log1pf(float x) { return (float)log1p((double)x); }
+float exp2f(float x) { return (float)exp2((double)x); }
+float log2f(float x) { return (float)log2((double)x); }
+float sinf(float x) { return (float)sin((double)x); }
+float cosf(float x) { return (float)cos((double)x); }
+float tanhf(float x) { return (float)tanh((double)x); }
+float erff(float x) { return (float)erf((double)x); }
+float powf(float x, float y) { return (float)pow((double)x, (double)y); }
 float __hmf_log1pf(float x) { return (float)log1p((double)x); }
+float __hmf_tanhf(float x) { return (float)tanh((double)x); }
+float __hmf_powf(float x, float y) { return (float)pow((double)x, (double)y); }
 
 /* MLIR's memrefCopy (CRunnerUtils): copy between two strided memrefs of any rank. */
 typedef struct { int64_t rank; void *descriptor; } UnrankedMemRef;
@@ -120,7 +129,8 @@ define bfloat @__truncsfbf2(float %x) {
 """
 
 _CTYPES = {"ptr": ctypes.c_void_p, "i64": ctypes.c_int64, "i32": ctypes.c_int32,
-           "i1": ctypes.c_bool, "float": ctypes.c_float, "double": ctypes.c_double}
+           "i16": ctypes.c_int16, "i8": ctypes.c_int8, "i1": ctypes.c_bool,
+           "float": ctypes.c_float, "double": ctypes.c_double}
 
 
 class CompiledCPUError(DSLError):
@@ -181,8 +191,9 @@ def compile_cpu(generated: GeneratedKernel, root: Path | None = None,
     root = root or options.cache_root
     folder = root / "cpu"
     folder.mkdir(parents=True, exist_ok=True)
-    key = hashlib.sha256(f"{generated.digest}|{toolchain_versions()}|{options.llvm_root}"
-                         .encode())
+    # the shim and the pre-pass are part of what the object is built from
+    key = hashlib.sha256(f"{generated.digest}|{toolchain_versions()}|{options.llvm_root}|"
+                         f"{_SHIM_C}|{_SHIM_LL}|{_LIBM_ONLY.pattern}".encode())
     library = folder / f"{generated.name}_{key.hexdigest()[:20]}.so"
     signature_file = library.with_suffix(".sig")
     if library.exists() and signature_file.exists():
@@ -208,11 +219,19 @@ def compile_cpu(generated: GeneratedKernel, root: Path | None = None,
     return CPUKernel(generated.name, library, types, stages, generated)
 
 
+# Math ops that MLIR's convert-math-to-llvm (triton-ascend's CPU pipeline) leaves
+# alone; converted to C library calls (the shim's definitions) beforehand.
+_LIBM_ONLY = re.compile(r"\bmath\.(erf)\b")
+
+
 def _linalg_to_llir(linalg: str, llvm_root: Path) -> str:
     """triton-ascend's Linalg -> LLVM IR step, in a child process whose environment
     names the MLIR/LLVM installation (``lowering.llir_stage``)."""
     with workdir("llir") as work:
         (work / "kernel.mlir").write_text(linalg)
+        if _LIBM_ONLY.search(linalg):
+            run_tool("llir", [llvm_root / "bin" / "mlir-opt", work / "kernel.mlir",
+                              "--convert-math-to-libm", "-o", work / "kernel.mlir"])
         run_tool("llir", [sys.executable, "-m", "lowering.llir_stage", work / "kernel.mlir",
                           work / "kernel.ll"],
                  env={"MLIR_ROOT": str(llvm_root), "LLVM_ROOT": str(llvm_root)})

@@ -46,7 +46,7 @@ import numpy as np
 
 from dsl.errors import DSLRuntimeError
 from dsl.ir import Block, Function, Op, walk_block
-from dsl.numerics import cast_array
+from dsl.numerics import bitcast_array, cast_array
 from dsl.opdefs import COMBINES, OPS, Effect
 from dsl.options import Options
 from lowering import workers
@@ -361,6 +361,10 @@ class Interpreter:
             frame.set(op.result, cast_array(arr, target))
         frame.owned.add(op.result.uid)
 
+    def op_bitcast(self, op: Op, frame: Frame) -> None:
+        arr = materialize(frame.get(op.source))
+        frame.set(op.result, bitcast_array(arr, op.result.dtype.np))
+
     def op_broadcast(self, op: Op, frame: Frame) -> None:
         arr = materialize(frame.get(op.source))
         frame.owned.discard(op.source.uid)  # the result is a view of it
@@ -586,6 +590,7 @@ HANDLERS: dict[str, Callable[[Interpreter, Op, Frame], None]] = {
     "program_id": Interpreter.op_program_id,
     "num_programs": Interpreter.op_num_programs,
     "cast": Interpreter.op_cast,
+    "bitcast": Interpreter.op_bitcast,
     "broadcast": Interpreter.op_broadcast,
     "expand_dims": Interpreter.op_expand_dims,
     "reduce": Interpreter.op_reduce,

@@ -32,8 +32,9 @@ from dsl.errors import SourceLoc
 from dsl.ir import Block, Function, Op, Value, ViewType
 from dsl.opdefs import COMBINES, OPS, Effect
 
-_SIGNATURE_TYPES = {"int1": "i1", "int32": "i32", "int64": "i64", "float16": "fp16",
-                    "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
+_SIGNATURE_TYPES = {"int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+                    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+                    "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ class _Emitter:
         expr = opdef.triton.format(*args)
         dtype = op.result.dtype
         if opdef.fp32_math and dtype.bits < 32:
-            inner = opdef.triton.format(f"{args[0]}.to(tl.float32)")
+            inner = opdef.triton.format(*(f"{a}.to(tl.float32)" for a in args))
             expr = f"({inner}).to({dtype.triton_name})"
         self.emit(f"{self.define(op.result)} = {expr}", indent, op.loc)
 
@@ -173,6 +174,10 @@ class _Emitter:
     def op_cast(self, op: Op, indent: int) -> None:
         self.emit(f"{self.define(op.result)} = {self.name(op.source)}"
                   f".to({op.result.dtype.triton_name})", indent, op.loc)
+
+    def op_bitcast(self, op: Op, indent: int) -> None:
+        self.emit(f"{self.define(op.result)} = {self.name(op.source)}"
+                  f".to({op.result.dtype.triton_name}, bitcast=True)", indent, op.loc)
 
     def op_broadcast(self, op: Op, indent: int) -> None:
         src = op.source
@@ -266,6 +271,7 @@ EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
     "program_id": _Emitter.op_program_id,
     "num_programs": _Emitter.op_num_programs,
     "cast": _Emitter.op_cast,
+    "bitcast": _Emitter.op_bitcast,
     "broadcast": _Emitter.op_broadcast,
     "expand_dims": _Emitter.op_expand_dims,
     "reduce": _Emitter.op_reduce,

@@ -137,6 +137,7 @@ UB_RULES: dict[str, Rule] = {
     "program_id": _tile,
     "num_programs": _tile,
     "cast": _tile,
+    "bitcast": _tile,
     "broadcast": _broadcast,
     "expand_dims": _tile,
     "reduce": _tile,
