@@ -35,6 +35,7 @@ from dsl.errors import DSLCompileError, SourceLoc
 from dsl.ir import Block, Function, Param, Type, Value, ViewType, verify
 from dsl.layout import Layout
 from dsl.semantic import Builder, ViewArg
+from dsl.views import broadcast_to as host_broadcast_to
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv",
            ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.BitAnd: "and", ast.BitOr: "or",
@@ -200,6 +201,11 @@ class _Return(Exception):
 
 def _is_value(x: Any) -> bool:
     return isinstance(x, Value)
+
+
+# Builtins a block also offers as methods (``x.reshape(4, 8)``), as Triton's tensors do.
+_VALUE_METHODS = ("reshape", "view", "permute", "trans", "expand_dims", "broadcast_to",
+                  "split", "flip")
 
 
 # ----------------------------------------------------------------------------- visitor
@@ -423,7 +429,12 @@ class _Visitor:
                 return base.dtype
             if attr == "shape":
                 return base.shape
-            raise self.error(node, f"a tensor has no attribute '{attr}' (has .to, .dtype, .shape)")
+            if attr == "T":
+                return sem.permute(self.b, base, tuple(reversed(range(base.rank))))
+            if attr in _VALUE_METHODS:
+                return _Method(base, attr)
+            raise self.error(node, f"a tensor has no attribute '{attr}' (has .to, .dtype, "
+                                   f".shape, .T, {', '.join('.' + m for m in _VALUE_METHODS)})")
         if isinstance(base, ViewArg):
             if attr == "dtype":
                 return base.dtype
@@ -536,7 +547,10 @@ class _Visitor:
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
         self.at(node)
         if isinstance(fn, _Method):
-            return self.call_builtin(node, lang.cast, [fn.target, *args], kwargs)
+            method = lang.cast if fn.name == "to" else getattr(lang, fn.name)
+            return self.call_builtin(node, method, [fn.target, *args], kwargs)
+        if fn is host_broadcast_to:  # inside a kernel, dsl.broadcast_to is the builtin
+            fn = lang.broadcast_to
         if getattr(fn, "__dsl_builtin__", False):
             return self.call_builtin(node, fn, args, kwargs)
         if isinstance(fn, InlinableKernel):
@@ -632,6 +646,22 @@ def _reduce(name: str) -> Callable[..., Any]:
     return handler
 
 
+def _shape_arg(shape: Any) -> Any:
+    """``f(x, 4, 8)`` and ``f(x, (4, 8))`` both name the shape (4, 8), as in Triton."""
+    if isinstance(shape, tuple) and len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        return tuple(shape[0])
+    return tuple(shape)
+
+
+def _expand_dims(v: _Visitor, node: ast.AST, x: Any, axis: Any) -> Any:
+    value = sem.as_value(v.b, x)
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    rank = value.rank + len(axes)
+    for a in sorted(_const_int(v, node, a, "expand_dims() axis") % rank for a in axes):
+        value = sem.expand_dims(v.b, value, a)
+    return value
+
+
 def _static_assert(v: _Visitor, node: ast.AST, condition: Any, message: str) -> None:
     if _is_value(condition):
         raise v.error(node, "static_assert() needs a constexpr condition")
@@ -671,6 +701,20 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "umulhi": lambda v, node, x, y: sem.umulhi(v.b, x, y),
     "clamp": lambda v, node, x, min, max, propagate_nan: sem.clamp(v.b, x, min, max),
     "cdiv": lambda v, node, x, div: sem.cdiv(v.b, x, div),
+    "reshape": lambda v, node, input, shape, can_reorder: sem.reshape(
+        v.b, input, _shape_arg(shape)),
+    "view": lambda v, node, input, shape: sem.reshape(v.b, input, _shape_arg(shape)),
+    "permute": lambda v, node, input, dims: sem.permute(v.b, input, _shape_arg(dims)),
+    "trans": lambda v, node, input, dims: sem.permute(
+        v.b, input, _shape_arg(dims) if dims else (1, 0)),
+    "expand_dims": lambda v, node, input, axis: _expand_dims(v, node, input, axis),
+    "broadcast_to": lambda v, node, input, shape: sem.broadcast_block(
+        v.b, input, _shape_arg(shape)),
+    "cat": lambda v, node, input, other, can_reorder: sem.cat(v.b, input, other),
+    "join": lambda v, node, a, b: sem.join(v.b, a, b),
+    "split": lambda v, node, a: sem.split(v.b, a),
+    "interleave": lambda v, node, a, b: sem.interleave(v.b, a, b),
+    "flip": lambda v, node, x, dim: sem.flip(v.b, x, dim),
     "sum": _reduce("sum"), "max": _reduce("max"), "min": _reduce("min"),
     "cast": lambda v, node, x, dtype, bitcast: (sem.bitcast if bitcast else sem.cast)(
         v.b, sem.as_value(v.b, x), _dtype_arg(v, node, dtype)),

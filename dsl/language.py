@@ -294,3 +294,79 @@ def cdiv(x: Any, div: Any) -> Any:
 def umulhi(x: Any, y: Any) -> Any:
     """High 32 bits of the 64-bit product of two int32 or uint32 operands."""
     raise _outside("umulhi")
+
+
+# ----------------------------------------------------------------------------- shapes
+# Block shapes are constexpr tuples of powers of two; the shape can be passed as one
+# tuple or as separate integers, as in Triton. Blocks also offer these as methods
+# (``x.reshape(4, 8)``, ``x.T``).
+
+
+@builtin
+def reshape(input: Any, *shape: Any, can_reorder: bool = False) -> Any:  # noqa: A002
+    """The same elements in row-major order, in a new ``shape`` of the same size.
+    ``can_reorder`` is accepted; the order is always kept."""
+    raise _outside("reshape")
+
+
+@builtin
+def view(input: Any, *shape: Any) -> Any:  # noqa: A002
+    """Same as ``reshape`` (Triton's deprecated spelling)."""
+    raise _outside("view")
+
+
+@builtin
+def permute(input: Any, *dims: Any) -> Any:  # noqa: A002
+    """Axes reordered: result axis i is ``input`` axis ``dims[i]``."""
+    raise _outside("permute")
+
+
+@builtin
+def trans(input: Any, *dims: Any) -> Any:  # noqa: A002
+    """``permute``; without ``dims`` the two axes of a 2-D block are swapped (``x.T``)."""
+    raise _outside("trans")
+
+
+@builtin
+def expand_dims(input: Any, axis: Any) -> Any:  # noqa: A002
+    """A new axis of size 1 at ``axis`` (or at each axis of a tuple)."""
+    raise _outside("expand_dims")
+
+
+@builtin
+def broadcast_to(input: Any, *shape: Any) -> Any:  # noqa: A002
+    """``input`` broadcast to ``shape`` (NumPy rules). Inside a kernel
+    ``dsl.broadcast_to(block, shape)`` means this; on the host, ``dsl.broadcast_to``
+    makes a stride-0 tensor view."""
+    raise _outside("broadcast_to")
+
+
+@builtin
+def cat(input: Any, other: Any, can_reorder: bool = False) -> Any:  # noqa: A002
+    """Two 1-D blocks concatenated, ``input`` first (the order is always kept;
+    ``can_reorder`` is accepted)."""
+    raise _outside("cat")
+
+
+@builtin
+def join(a: Any, b: Any) -> Any:
+    """A new minor axis of 2: ``join(a, b)[..., 0] == a``, ``[..., 1] == b``."""
+    raise _outside("join")
+
+
+@builtin
+def split(a: Any) -> Any:
+    """The two halves ``(a[..., 0], a[..., 1])`` of a minor axis of size 2."""
+    raise _outside("split")
+
+
+@builtin
+def interleave(a: Any, b: Any) -> Any:
+    """``a`` and ``b`` interleaved along their last axis (``join`` then ``reshape``)."""
+    raise _outside("interleave")
+
+
+@builtin
+def flip(x: Any, dim: int | None = None) -> Any:
+    """The elements reversed along ``dim`` (default: the last axis)."""
+    raise _outside("flip")

@@ -285,6 +285,59 @@ def _check_expand_dims(op: Op) -> str | None:
     return None
 
 
+def _same_dtype(op: Op) -> str | None:
+    dtypes = {o.dtype for o in op.operands} | {r.dtype for r in op.results}
+    return None if len(dtypes) == 1 else f"dtypes differ: {sorted(d.name for d in dtypes)}"
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _check_reshape(op: Op) -> str | None:
+    if tuple(op.attrs["shape"]) != op.result.shape or \
+            _numel(op.result.shape) != _numel(op.source.shape):
+        return f"cannot reshape {op.source.type} to {op.result.type}"
+    return _same_dtype(op)
+
+
+def _check_permute(op: Op) -> str | None:
+    dims, src = tuple(op.attrs["dims"]), op.source.shape
+    if sorted(dims) != list(range(len(src))) or \
+            op.result.shape != tuple(src[d] for d in dims):
+        return f"{op.result.type} is not {op.source.type} permuted by {dims}"
+    return _same_dtype(op)
+
+
+def _check_cat(op: Op) -> str | None:
+    a, b = op.lhs.shape, op.rhs.shape
+    if len(a) != 1 or len(b) != 1 or op.result.shape != (a[0] + b[0],):
+        return f"cat of {op.lhs.type} and {op.rhs.type} is not {op.result.type}"
+    return _same_dtype(op)
+
+
+def _check_join(op: Op) -> str | None:
+    if op.lhs.shape != op.rhs.shape or op.result.shape != op.lhs.shape + (2,):
+        return f"join of {op.lhs.type} and {op.rhs.type} is not {op.result.type}"
+    return _same_dtype(op)
+
+
+def _check_split(op: Op) -> str | None:
+    src = op.source.shape
+    if not src or src[-1] != 2 or any(r.shape != src[:-1] for r in op.results):
+        return f"split of {op.source.type} into {[str(r.type) for r in op.results]}"
+    return _same_dtype(op)
+
+
+def _check_flip(op: Op) -> str | None:
+    if not 0 <= op.attrs["axis"] < op.source.rank or op.result.type != op.source.type:
+        return f"flip of {op.source.type} along axis {op.attrs['axis']}"
+    return None
+
+
 def _check_reduce(op: Op) -> str | None:
     combine, axis, src = op.attrs["combine"], op.attrs["axis"], op.source.shape
     if combine not in COMBINES:
@@ -481,6 +534,18 @@ _STRUCTURAL = [
           "NumPy broadcast to the result's shape (leading unit axes added)", lanewise=True),
     OpDef("expand_dims", Signature(("source",)), Effect.PURE, _check_expand_dims,
           "a unit axis inserted at attrs['axis']", attrs=("axis",)),
+    OpDef("reshape", Signature(("source",)), Effect.PURE, _check_reshape,
+          "the same elements in row-major order, in attrs['shape']", attrs=("shape",)),
+    OpDef("permute", Signature(("source",)), Effect.PURE, _check_permute,
+          "axes reordered: result axis i is source axis attrs['dims'][i]", attrs=("dims",)),
+    OpDef("cat", _BINARY, Effect.PURE, _check_cat,
+          "1-D blocks concatenated: lhs, then rhs"),
+    OpDef("join", _BINARY, Effect.PURE, _check_join,
+          "a new minor axis of 2: result[..., 0] = lhs, result[..., 1] = rhs"),
+    OpDef("split", Signature(("source",)), Effect.PURE, _check_split,
+          "the two halves of a minor axis of 2 (join's inverse): two results", results=2),
+    OpDef("flip", Signature(("source",)), Effect.PURE, _check_flip,
+          "the elements reversed along attrs['axis']", attrs=("axis",)),
     OpDef("reduce", Signature(("source",)), Effect.PURE, _check_reduce,
           "combine along attrs['axis'] with COMBINES[attrs['combine']], in index order",
           attrs=("combine", "axis")),

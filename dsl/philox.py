@@ -18,7 +18,12 @@ Philox block functions of Salmon et al., "Parallel random numbers: as easy as 1,
 - ``randint4x``, ``randint``: counter (offset, 0, 0, 0). An int32/uint32 offset runs
   Philox4x32 and gives **uint32** words; an int64/uint64 offset runs *Philox4x64* (other
   constants, key (seed, 0)) and gives uint64 words. Triton's docstrings say "int32"; the
-  values Triton computes are these unsigned ones. 10 rounds by default.
+  values Triton computes are these unsigned ones. 10 rounds by default. A Python int
+  offset is typed as a Triton literal is (int32, else uint32, int64, uint64 by value).
+  **triton-ascend 3.2.0 refuses 64-bit offsets** (its ``umulhi`` accepts only 32-bit
+  operands, so ``philox_impl`` fails to build): the 64-bit path here is upstream
+  Triton's definition, for the interpreter only; a kernel meant to lower to Ascend needs
+  32-bit offsets.
 - ``uint_to_uniform_float``, ``rand``, ``rand4x``: a word becomes a float32 in [0, 1):
   reinterpret as signed, fold negatives onto non-negatives with ``~x`` (Triton writes
   ``-x - 1``, the same in two's complement), convert to float32 (round to nearest even),
@@ -37,15 +42,16 @@ intermediates and the 64x64->128 products are assembled from 32-bit halves.
 
 Bit-exactness, as measured by ``tests/test_philox.py`` against triton-ascend 3.2.0 run
 by Triton's CPU interpreter: the integer results (``randint4x``, ``randint``) and the
-uniforms (``rand``, ``rand4x``) are bit-exact, for 32- and 64-bit offsets. Box-Muller's
+uniforms (``rand``, ``rand4x``) are bit-exact, for 32-bit offsets and (with the
+interpreter's 32-bit-only ``umulhi`` check lifted) for 64-bit ones. Box-Muller's
 log, cos and sin follow this project's convention for fp32 transcendentals
 (``dsl.numerics.fp32_math``: evaluated in float64, rounded to float32; sqrt is then
 correctly rounded as in Triton), so the interpreter and compiled code agree. Triton's
-interpreter instead calls NumPy's float32 ``log``/``cos``/``sin``, which are off by an
-ulp or two on some inputs, so ``randn``/``randn4x`` match it within a few float32 ulps
-(the test states the bound) and match bit for bit once the interpreter is given the
-project's definitions; on an NPU the bits of these three functions are the device
-library's.
+interpreter instead calls NumPy's float32 ``log``/``cos``/``sin``, which are off by up
+to a few ulps on some inputs (NumPy 2.4.6 on AVX-512: log up to 4 ulps, on 22% of
+inputs), so ``randn``/``randn4x`` match it within a few float32 ulps (4 measured, 8
+asserted) and bit for bit once the interpreter is given the project's definitions; on an
+NPU the bits of these three functions are the device library's.
 """
 
 from __future__ import annotations
@@ -320,12 +326,12 @@ _LOG, _COS, _SIN, _SQRT = (numerics.fp32_math(fn) for fn in (np.log, np.cos, np.
 
 
 def pair_uniform_to_normal(u1: np.ndarray, u2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Box-Muller in float32: u1 is clamped below at float32(1e-7); r = sqrt(-2 log u1),
-    theta = float32(2 pi) * u2; returns (r cos theta, r sin theta). Each operation rounds
-    to float32; log, cos, sin (and sqrt) are the project's fp32 functions (float64,
-    rounded), which can differ by an ulp or two from NumPy's float32 ones that Triton's
-    interpreter uses."""
-    u1 = np.maximum(_MIN_U1, np.asarray(u1, np.float32))
+    """Box-Muller in float32: u1 is clamped below at float32(1e-7) (a maxNum, as
+    ``tl.maximum``: a NaN gives the bound); r = sqrt(-2 log u1), theta = float32(2 pi) * u2;
+    returns (r cos theta, r sin theta). Each operation rounds to float32; log, cos, sin
+    (and sqrt) are the project's fp32 functions (float64, rounded), which can differ by a
+    few ulps from the NumPy float32 ones that Triton's interpreter uses."""
+    u1 = np.fmax(_MIN_U1, np.asarray(u1, np.float32))
     theta = np.multiply(_TWO_PI, np.asarray(u2, np.float32), dtype=np.float32)
     r = _SQRT(np.multiply(_MINUS_TWO, _LOG(u1, dtype=_FLOAT32), dtype=np.float32), dtype=_FLOAT32)
     return (np.multiply(r, _COS(theta, dtype=_FLOAT32), dtype=np.float32),

@@ -456,3 +456,113 @@ def store(b: Builder, view: ViewArg, index: Operand, value: Operand, mask: Opera
     m = _mask_value(b, mask, idx.shape)
     operands = [view.value, idx, offset, val] + ([m] if m is not None else [])
     b.emit("store", operands, [])
+
+
+# ----------------------------------------------------------------------------- shape ops
+
+
+def _block(b: Builder, x: Operand, what: str) -> Value:
+    v = as_value(b, x)
+    if not v.shape:
+        raise b.error(f"{what}() needs a block operand, got a scalar")
+    return v
+
+
+def reshape(b: Builder, x: Operand, shape: Any) -> Value:
+    """The same elements, row-major, in ``shape`` (Triton's ``reshape``/``view``)."""
+    v = _block(b, x, "reshape")
+    new = check_block_shape(b, shape)
+    if _numel(new) != _numel(v.shape):
+        raise b.error(f"cannot reshape {list(v.shape)} ({_numel(v.shape)} elements) to "
+                      f"{list(new)} ({_numel(new)} elements)")
+    if new == v.shape:
+        return v
+    return b.emit("reshape", [v], [Type(v.dtype, new)], attrs={"shape": new}).result
+
+
+def permute(b: Builder, x: Operand, dims: Any) -> Value:
+    """Axes reordered (Triton's ``permute``; ``trans`` defaults to swapping two axes)."""
+    v = _block(b, x, "permute")
+    dims = tuple(dims)
+    if sorted(dims) != list(range(v.rank)) or not all(isinstance(d, int) for d in dims):
+        raise b.error(f"permute() dims {list(dims)} are not a permutation of the "
+                      f"{v.rank} axes of {list(v.shape)}")
+    if dims == tuple(range(v.rank)):
+        return v
+    shape = tuple(v.shape[d] for d in dims)
+    return b.emit("permute", [v], [Type(v.dtype, shape)], attrs={"dims": dims}).result
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _pair(b: Builder, x: Operand, y: Operand, what: str) -> tuple[Value, Value]:
+    """Two operands promoted to one dtype (rules 1-5) and broadcast to one shape."""
+    common = promote(_operand_dtype(b, x, y), _operand_dtype(b, y, x))
+    xv, yv = as_value(b, x, common), as_value(b, y, common)
+    shape = broadcast_shapes(b, xv.shape, yv.shape, what)
+    return broadcast_to(b, xv, shape), broadcast_to(b, yv, shape)
+
+
+def cat(b: Builder, x: Operand, y: Operand) -> Value:
+    """Two 1-D blocks concatenated in order (``x`` then ``y``)."""
+    xv, yv = _block(b, x, "cat"), _block(b, y, "cat")
+    common = promote(xv.dtype, yv.dtype)
+    xv, yv = cast(b, xv, common), cast(b, yv, common)
+    if xv.rank != 1 or yv.rank != 1:
+        raise b.error(f"cat() joins 1-D blocks, got {list(xv.shape)} and {list(yv.shape)}")
+    n = xv.shape[0] + yv.shape[0]
+    if n & (n - 1):
+        raise b.error(f"cat() result length {n} is not a power of two")
+    return b.emit("cat", [xv, yv], [Type(common, (n,))]).result
+
+
+def join(b: Builder, x: Operand, y: Operand) -> Value:
+    """A new minor axis of 2 holding ``x`` and ``y`` (scalars give a block of 2)."""
+    xv, yv = _pair(b, x, y, "join")
+    if not xv.shape:
+        xv, yv = expand_dims(b, xv, 0), expand_dims(b, yv, 0)
+        joined = b.emit("join", [xv, yv], [Type(xv.dtype, (1, 2))]).result
+        return reshape(b, joined, (2,))
+    return b.emit("join", [xv, yv], [Type(xv.dtype, xv.shape + (2,))]).result
+
+
+def split(b: Builder, x: Operand) -> tuple[Value, Value]:
+    """The two halves of a minor axis of size 2 (``join``'s inverse)."""
+    v = _block(b, x, "split")
+    if v.shape[-1] != 2:
+        raise b.error(f"split() needs a minor axis of 2, got shape {list(v.shape)}")
+    if v.rank == 1:  # two scalars: split a (1, 2) block, then take the single element
+        v = expand_dims(b, v, 0)
+    op = b.emit("split", [v], [Type(v.dtype, v.shape[:-1])] * 2)
+    halves = op.results
+    if halves[0].shape == (1,):
+        return tuple(reduce(b, "max", h, 0, False) for h in halves)  # type: ignore[return-value]
+    return halves[0], halves[1]
+
+
+def interleave(b: Builder, x: Operand, y: Operand) -> Value:
+    """``x`` and ``y`` interleaved along their last axis: ``join`` then ``reshape``."""
+    joined = join(b, x, y)
+    if joined.rank == 1:
+        return joined
+    return reshape(b, joined, joined.shape[:-2] + (joined.shape[-2] * 2,))
+
+
+def flip(b: Builder, x: Operand, dim: int | None) -> Value:
+    """The elements of ``x`` reversed along ``dim`` (the last axis by default)."""
+    v = _block(b, x, "flip")
+    axis = v.rank - 1 if dim is None else dim
+    if not isinstance(axis, int) or not -v.rank <= axis < v.rank:
+        raise b.error(f"flip() dim {dim!r} out of range for shape {list(v.shape)}")
+    return b.emit("flip", [v], [v.type], attrs={"axis": axis % v.rank}).result
+
+
+def broadcast_block(b: Builder, x: Operand, shape: Any) -> Value:
+    """``broadcast_to`` of a block inside a kernel (NumPy rules, rule 8)."""
+    v = as_value(b, x)
+    return broadcast_to(b, v, check_block_shape(b, shape))

@@ -212,6 +212,7 @@ def compile_cpu(generated: GeneratedKernel, root: Path | None = None,
                         "compile_on_910_95": False, "force_simt_template": False,
                         "enable_linearize": False})
     linalg = front.stage("linalg", "ttadapter", front.ttir())
+    _refuse_library_calls(linalg, generated.name)
     llir = front.run("llir", lambda: _linalg_to_llir(linalg, options.llvm_root))
     types = _signature(llir, generated.name)
     front.run("shared-object", lambda: _link(llir, tools, library))
@@ -222,6 +223,21 @@ def compile_cpu(generated: GeneratedKernel, root: Path | None = None,
 # Math ops that MLIR's convert-math-to-llvm (triton-ascend's CPU pipeline) leaves
 # alone; converted to C library calls (the shim's definitions) beforehand.
 _LIBM_ONLY = re.compile(r"\bmath\.(erf)\b")
+
+
+_TENSOR_LIBRARY_CALL = re.compile(r"func\.func private @(\w+)\([^)]*tensor<")
+
+
+def _refuse_library_calls(linalg: str, kernel: str) -> None:
+    """triton-ascend lowers some builtins (``flip``: ``triton_flip``) to calls of an
+    Ascend library function on whole tensors; nothing implements them on a CPU, and
+    the CPU pipeline cannot bufferize them. Refuse such kernels by name."""
+    calls = sorted(set(_TENSOR_LIBRARY_CALL.findall(linalg)))
+    if calls:
+        raise CompiledCPUError(
+            f"compiled-CPU mode cannot run {kernel}: triton-ascend lowers it to Ascend "
+            f"library call(s) {', '.join(calls)} on whole tensors, which have no CPU "
+            "implementation (run it in the interpreter; it lowers to HIVM for the NPU)")
 
 
 def _linalg_to_llir(linalg: str, llvm_root: Path) -> str:

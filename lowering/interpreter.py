@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dsl.errors import DSLRuntimeError
-from dsl.ir import Block, Function, Op, walk_block
+from dsl.ir import Block, Function, Op, Value, walk_block
 from dsl.numerics import bitcast_array, cast_array
 from dsl.opdefs import COMBINES, OPS, Effect
 from dsl.options import Options
@@ -56,7 +56,6 @@ from lowering.memory import AccessSite, StoreJournal, check_bounds, load
 from lowering.prepass import index_slice
 
 if TYPE_CHECKING:
-    from dsl.ir import Value
     from dsl.jit import BoundTensor, Launch
 
 # Elements per op in one batch: large enough to amortise the per-op Python overhead
@@ -376,6 +375,39 @@ class Interpreter:
         frame.owned.discard(op.source.uid)  # the result is a view of it
         frame.set(op.result, np.expand_dims(arr, 1 + op.attrs["axis"]))
 
+    def _full(self, v: Value, frame: Frame) -> np.ndarray:
+        """``v`` with every block axis at full size (axis 0 stays the rows)."""
+        arr = materialize(frame.get(v))
+        return np.broadcast_to(arr, (arr.shape[0],) + v.shape)
+
+    def _full_pair(self, a: Value, b: Value, frame: Frame) -> tuple[np.ndarray, np.ndarray]:
+        x, y = self._full(a, frame), self._full(b, frame)
+        rows = max(x.shape[0], y.shape[0])
+        return (np.broadcast_to(x, (rows,) + x.shape[1:]),
+                np.broadcast_to(y, (rows,) + y.shape[1:]))
+
+    def op_reshape(self, op: Op, frame: Frame) -> None:
+        full = self._full(op.source, frame)
+        frame.set(op.result, full.reshape((full.shape[0],) + op.result.shape))
+
+    def op_permute(self, op: Op, frame: Frame) -> None:
+        axes = (0,) + tuple(1 + d for d in op.attrs["dims"])
+        frame.set(op.result, np.transpose(self._full(op.source, frame), axes))
+
+    def op_cat(self, op: Op, frame: Frame) -> None:
+        frame.set(op.result, np.concatenate(self._full_pair(op.lhs, op.rhs, frame), axis=1))
+
+    def op_join(self, op: Op, frame: Frame) -> None:
+        frame.set(op.result, np.stack(self._full_pair(op.lhs, op.rhs, frame), axis=-1))
+
+    def op_split(self, op: Op, frame: Frame) -> None:
+        full = self._full(op.source, frame)
+        for i, result in enumerate(op.results):
+            frame.set(result, full[..., i])
+
+    def op_flip(self, op: Op, frame: Frame) -> None:
+        frame.set(op.result, np.flip(self._full(op.source, frame), axis=1 + op.attrs["axis"]))
+
     def op_reduce(self, op: Op, frame: Frame) -> None:
         arr = materialize(frame.get(op.source))
         full = np.broadcast_to(arr, (arr.shape[0],) + op.source.shape)
@@ -593,6 +625,12 @@ HANDLERS: dict[str, Callable[[Interpreter, Op, Frame], None]] = {
     "bitcast": Interpreter.op_bitcast,
     "broadcast": Interpreter.op_broadcast,
     "expand_dims": Interpreter.op_expand_dims,
+    "reshape": Interpreter.op_reshape,
+    "permute": Interpreter.op_permute,
+    "cat": Interpreter.op_cat,
+    "join": Interpreter.op_join,
+    "split": Interpreter.op_split,
+    "flip": Interpreter.op_flip,
     "reduce": Interpreter.op_reduce,
     "load": Interpreter.op_load,
     "store": Interpreter.op_store,

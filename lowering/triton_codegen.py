@@ -196,6 +196,30 @@ class _Emitter:
         self.emit(f"{self.define(op.result)} = tl.expand_dims({self.name(op.source)}, "
                   f"{op.attrs['axis']})", indent, op.loc)
 
+    def op_reshape(self, op: Op, indent: int) -> None:
+        self.emit(f"{self.define(op.result)} = tl.reshape({self.name(op.source)}, "
+                  f"{_shape(op.result.shape)})", indent, op.loc)
+
+    def op_permute(self, op: Op, indent: int) -> None:
+        self.emit(f"{self.define(op.result)} = tl.permute({self.name(op.source)}, "
+                  f"{_shape(tuple(op.attrs['dims']))})", indent, op.loc)
+
+    def op_cat(self, op: Op, indent: int) -> None:
+        self.emit(f"{self.define(op.result)} = tl.cat({self.name(op.lhs)}, "
+                  f"{self.name(op.rhs)}, can_reorder=True)", indent, op.loc)
+
+    def op_join(self, op: Op, indent: int) -> None:
+        self.emit(f"{self.define(op.result)} = tl.join({self.name(op.lhs)}, "
+                  f"{self.name(op.rhs)})", indent, op.loc)
+
+    def op_split(self, op: Op, indent: int) -> None:
+        first, second = (self.define(r) for r in op.results)
+        self.emit(f"{first}, {second} = tl.split({self.name(op.source)})", indent, op.loc)
+
+    def op_flip(self, op: Op, indent: int) -> None:
+        self.emit(f"{self.define(op.result)} = tl.flip({self.name(op.source)}, "
+                  f"{op.attrs['axis']})", indent, op.loc)
+
     def op_reduce(self, op: Op, indent: int) -> None:
         combine = COMBINES[op.attrs["combine"]].triton
         self.emit(f"{self.define(op.result)} = {combine}({self.name(op.source)}, "
@@ -274,6 +298,12 @@ EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
     "bitcast": _Emitter.op_bitcast,
     "broadcast": _Emitter.op_broadcast,
     "expand_dims": _Emitter.op_expand_dims,
+    "reshape": _Emitter.op_reshape,
+    "permute": _Emitter.op_permute,
+    "cat": _Emitter.op_cat,
+    "join": _Emitter.op_join,
+    "split": _Emitter.op_split,
+    "flip": _Emitter.op_flip,
     "reduce": _Emitter.op_reduce,
     "load": _Emitter.op_load,
     "store": _Emitter.op_store,

@@ -342,14 +342,112 @@ def _lowering_cases():
     cases["multi_math"] = (multi_math, [f32] * 7 + [N], {"BLOCK": BLOCK})
     cases["integer_math"] = (integer_math, [dsl.tensor_spec("int32")] * 4 + [N],
                              {"BLOCK": BLOCK})
+    cases["shapes"] = (shape_ops, [f32] * 11, {"R": 8, "C": 16})
     return cases
 
 
-LOWERING_CASES = _lowering_cases()
+LOWERING_NAMES = [f"bits_{t}" for t in ("int8", "uint16", "int32", "uint64")] + [
+    "bitcast", "hash", *(f"math_{name}" for name in UNARY_MATH), "multi_math", "integer_math",
+    "shapes"]
 
 
-@pytest.mark.parametrize("name", sorted(LOWERING_CASES))
+@pytest.mark.parametrize("name", LOWERING_NAMES)
 def test_new_builtins_lower_to_hivm_within_ub(toolchain, name):
-    kernel, args, kwargs = LOWERING_CASES[name]
+    kernel, args, kwargs = _lowering_cases()[name]
     lowered = kernel.lower(*args, target="Ascend910B4", **kwargs)
     assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
+
+
+# ----------------------------------------------------------------------------- shapes
+
+
+@dsl.jit
+def shape_ops(x, y, out_t, out_r, out_p, out_cat, out_join, out_split, out_il, out_flip,
+              out_bc, R: dsl.constexpr, C: dsl.constexpr, FLIP: dsl.constexpr = True):
+    r = dsl.arange(0, R)[:, None]
+    c = dsl.arange(0, C)[None, :]
+    a = dsl.load(x, r * C + c)  # (R, C)
+    v = dsl.load(y, dsl.arange(0, C))  # (C,)
+    t = a.T  # (C, R)
+    dsl.store(out_t, dsl.arange(0, C)[:, None] * R + dsl.arange(0, R)[None, :], t)
+    flat = dsl.reshape(a, R * C)
+    dsl.store(out_r, dsl.arange(0, R * C), flat * 2.0)
+    p = dsl.permute(dsl.reshape(a, 2, R // 2, C), 2, 0, 1)  # (C, 2, R/2)
+    dsl.store(out_p, dsl.arange(0, R * C), dsl.reshape(p, R * C))
+    dsl.store(out_cat, dsl.arange(0, 2 * C), dsl.cat(v, v * 10.0, can_reorder=True))
+    j = dsl.join(v, v + 1.0)  # (C, 2)
+    dsl.store(out_join, dsl.arange(0, C)[:, None] * 2 + dsl.arange(0, 2)[None, :], j)
+    lo, hi = dsl.split(j)
+    dsl.store(out_split, dsl.arange(0, C), hi - lo + lo * 3.0)
+    dsl.store(out_il, dsl.arange(0, 2 * C), dsl.interleave(v, -v))
+    if FLIP:
+        dsl.store(out_flip, r * C + c, dsl.flip(a) + dsl.flip(a, 0) * 100.0)
+    dsl.store(out_bc, r * C + c, dsl.broadcast_to(v, (R, C)) + a.shape[0])
+
+
+def _shape_case(R=8, C=16):
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal(R * C).astype(np.float32)
+    y = rng.standard_normal(C).astype(np.float32)
+    sizes = [R * C, R * C, R * C, 2 * C, 2 * C, C, 2 * C, R * C, R * C]
+    outs = [np.zeros(n, np.float32) for n in sizes]
+    return (x, y, *outs), {"R": R, "C": C}, outs
+
+
+def test_shape_ops_match_numpy():
+    args, kwargs, outs = _shape_case()
+    R, C = kwargs["R"], kwargs["C"]
+    x, y = args[0].reshape(R, C), args[1]
+    run(shape_ops, args, kwargs)
+    t, r, p, cat, join, split, il, flip, bc = outs
+    np.testing.assert_array_equal(t, x.T.reshape(-1))
+    np.testing.assert_array_equal(r, x.reshape(-1) * 2)
+    np.testing.assert_array_equal(p, x.reshape(2, R // 2, C).transpose(2, 0, 1).reshape(-1))
+    np.testing.assert_array_equal(cat, np.concatenate([y, y * np.float32(10)]))
+    np.testing.assert_array_equal(join, np.stack([y, y + 1], axis=-1).reshape(-1))
+    np.testing.assert_array_equal(split, (y + 1) - y + y * np.float32(3))
+    np.testing.assert_array_equal(il, np.stack([y, -y], axis=-1).reshape(-1))
+    np.testing.assert_array_equal(flip, (x[:, ::-1] + x[::-1, :] * np.float32(100)).reshape(-1))
+    np.testing.assert_array_equal(bc, (np.broadcast_to(y, (R, C)) + R).reshape(-1))
+
+
+def test_shape_ops_compiled_cpu_bit_exact(cpu_toolchain):  # noqa: F811
+    args, kwargs, _ = _shape_case()
+    differential(shape_ops, args, dict(kwargs, FLIP=False), grid=(1,))
+
+
+def test_flip_is_refused_by_compiled_cpu_mode_with_the_reason(cpu_toolchain):  # noqa: F811
+    """triton-ascend lowers tl.flip to an Ascend library call (triton_flip) that has
+    no CPU implementation: compiled-CPU mode says so instead of failing in MLIR."""
+    from lowering import cpu
+
+    args, kwargs, _ = _shape_case()
+    with pytest.raises(cpu.CompiledCPUError, match=r"library call\(s\) triton_flip"):
+        shape_ops.launch(*args, grid=(1,), backend="compiled-cpu", **kwargs)
+
+
+def test_shape_misuse_is_an_error_at_the_line():
+    @dsl.jit
+    def bad_reshape(x, out):
+        i = dsl.arange(0, 8)
+        dsl.store(out, i, dsl.reshape(dsl.load(x, i), 4, 4))
+
+    with pytest.raises(dsl.DSLCompileError, match="cannot reshape \\[8\\] \\(8 elements\\)"):
+        bad_reshape(np.zeros(8, np.float32), np.zeros(8, np.float32))
+
+    @dsl.jit
+    def bad_split(x, out):
+        i = dsl.arange(0, 8)
+        a, b = dsl.split(dsl.load(x, i))
+        dsl.store(out, i, a)
+
+    with pytest.raises(dsl.DSLCompileError, match="split\\(\\) needs a minor axis of 2"):
+        bad_split(np.zeros(8, np.float32), np.zeros(8, np.float32))
+
+    @dsl.jit
+    def bad_permute(x, out):
+        i = dsl.arange(0, 8)
+        dsl.store(out, i, dsl.permute(dsl.load(x, i), 1, 0))
+
+    with pytest.raises(dsl.DSLCompileError, match="not a permutation"):
+        bad_permute(np.zeros(8, np.float32), np.zeros(8, np.float32))

@@ -2,10 +2,12 @@
 Triton's random-number recipe (randint4x, randint, rand, rand4x, randn, randn4x) against
 triton-ascend 3.2.0's own ``triton.language.random`` run by Triton's CPU interpreter.
 
-Measured against that interpreter (2 offset widths, 9 seeds, 2048 int32 / 512 int64
-offsets): integers and uniforms bit-exact; normals bit-exact once the interpreter is
-given the project's fp32 log/cos/sin/sqrt (float64, rounded), and within
-``RANDN_ULPS`` float32 ulps of its stock NumPy float32 functions (2 ulps observed).
+Measured against that interpreter (9 seeds, 2048 int32 offsets with 10 and 7 rounds,
+512 int64 offsets): integers and uniforms bit-exact; normals bit-exact once the
+interpreter is given the project's fp32 log/cos/sin/sqrt (float64, rounded), and within
+``RANDN_ULPS`` float32 ulps of its stock NumPy float32 functions: with NumPy 2.4.6 on an
+AVX-512 machine 22% of the 135,680 normals differ, by at most 4 ulps (NumPy's float32
+log alone is up to 4 ulps from the rounded float64 one, cos and sin 1 ulp).
 triton-ascend refuses 64-bit offsets (its ``umulhi`` takes 32-bit operands only); the
 64-bit path is checked against upstream Triton's definition by lifting that check.
 """
@@ -189,7 +191,7 @@ def test_box_muller_clamps_u1_and_rounds_like_fp32():
 
 # ----------------------------------------------------------------------------- Triton
 
-RANDN_ULPS = 4  # stock Triton interpreter (NumPy float32 log/cos/sin) vs the project's fp32 math
+RANDN_ULPS = 8  # stock Triton interpreter (NumPy float32 log/cos/sin) vs the project's fp32 math
 SEEDS = [0, 1, 42, -1, 2654435769, 2**32 + 12345, 2**63 + 5, _ONES64, -(2**40) + 7]
 
 
