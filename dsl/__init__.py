@@ -65,6 +65,10 @@ from dsl.language import (
     permute,
     pow,
     program_id,
+    rand,
+    randint,
+    randint4x,
+    randn,
     range,
     reshape,
     rsqrt,
@@ -98,5 +102,6 @@ __all__ = [
     "broadcast_to", "ScalarSpec", "TensorSpec", "tensor_spec", "Options",
     "cdiv", "ceil", "clamp", "cos", "div_rn", "erf", "exp2", "fdiv", "floor", "fma", "log2",
     "pow", "rsqrt", "sin", "tanh", "umulhi", "cat", "expand_dims", "flip", "interleave",
-    "join", "permute", "reshape", "split", "trans", "view",
+    "join", "permute", "reshape", "split", "trans", "view", "rand", "randint", "randint4x",
+    "randn",
 ]

@@ -662,6 +662,10 @@ def _expand_dims(v: _Visitor, node: ast.AST, x: Any, axis: Any) -> Any:
     return value
 
 
+def _random(kind: str) -> Callable[..., Any]:
+    return lambda v, node, seed, offset, n_rounds: sem.random(v.b, kind, seed, offset, n_rounds)
+
+
 def _static_assert(v: _Visitor, node: ast.AST, condition: Any, message: str) -> None:
     if _is_value(condition):
         raise v.error(node, "static_assert() needs a constexpr condition")
@@ -715,6 +719,7 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "split": lambda v, node, a: sem.split(v.b, a),
     "interleave": lambda v, node, a, b: sem.interleave(v.b, a, b),
     "flip": lambda v, node, x, dim: sem.flip(v.b, x, dim),
+    **{kind: _random(kind) for kind in ("randint", "randint4x", "rand", "randn")},
     "sum": _reduce("sum"), "max": _reduce("max"), "min": _reduce("min"),
     "cast": lambda v, node, x, dtype, bitcast: (sem.bitcast if bitcast else sem.cast)(
         v.b, sem.as_value(v.b, x), _dtype_arg(v, node, dtype)),

@@ -279,8 +279,8 @@ def fdiv(x: Any, y: Any, ieee_rounding: bool = False) -> Any:
 
 @builtin
 def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = None) -> Any:  # noqa: A002
-    """Elementwise ``minimum(maximum(x, min), max)`` on floats; a NaN ``x`` gives
-    ``min`` (Triton's default ``propagate_nan=NONE``)."""
+    """Elementwise ``maximum(minimum(x, max), min)`` on floats, as triton-ascend lowers
+    it: a NaN ``x`` gives ``max`` (Triton's default ``propagate_nan=NONE``)."""
     raise _outside("clamp")
 
 
@@ -370,3 +370,33 @@ def interleave(a: Any, b: Any) -> Any:
 def flip(x: Any, dim: int | None = None) -> Any:
     """The elements reversed along ``dim`` (default: the last axis)."""
     raise _outside("flip")
+
+
+# ----------------------------------------------------------------------------- random
+# Counter-based random numbers: Philox 4x32 keyed by ``seed``, one counter per
+# ``offset`` (int32 or uint32), as triton.language.random defines them (see
+# dsl/philox.py). The same seed and offsets give the same numbers everywhere.
+
+
+@builtin
+def randint(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """One uint32 random word per offset."""
+    raise _outside("randint")
+
+
+@builtin
+def randint4x(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """Four uint32 random words per offset (a tuple of four blocks)."""
+    raise _outside("randint4x")
+
+
+@builtin
+def rand(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """One float32 uniform in [0, 1) per offset."""
+    raise _outside("rand")
+
+
+@builtin
+def randn(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """One float32 standard normal per offset (Box-Muller)."""
+    raise _outside("randn")

@@ -338,6 +338,23 @@ def _check_flip(op: Op) -> str | None:
     return None
 
 
+def _check_random(op: Op) -> str | None:
+    seed, offset = op.operand("seed"), op.operand("offset")
+    assert seed is not None and offset is not None
+    if seed.shape or not seed.dtype.is_int or seed.dtype.is_bool:
+        return "the seed must be an integer scalar"
+    if not offset.dtype.is_int or offset.dtype.bits != 32:
+        return "offsets must be int32 or uint32"
+    if any(r.shape != offset.shape for r in op.results):
+        return "results must have the offsets' shape"
+    if op.attrs["n_rounds"] not in range(1, 11) or not isinstance(op.attrs["n_rounds"], int):
+        return f"n_rounds {op.attrs['n_rounds']!r} is not an integer in 1..10"
+    return None
+
+
+RANDOM_KINDS = ("randint", "randint4x", "rand", "randn")
+
+
 def _check_reduce(op: Op) -> str | None:
     combine, axis, src = op.attrs["combine"], op.attrs["axis"], op.source.shape
     if combine not in COMBINES:
@@ -546,6 +563,18 @@ _STRUCTURAL = [
           "the two halves of a minor axis of 2 (join's inverse): two results", results=2),
     OpDef("flip", Signature(("source",)), Effect.PURE, _check_flip,
           "the elements reversed along attrs['axis']", attrs=("axis",)),
+    OpDef("randint", Signature(("seed", "offset")), Effect.PURE, _check_random,
+          "uint32 word 0 of Philox4x32(seed, (offset, 0, 0, 0)) (dsl.philox)",
+          attrs=("n_rounds",)),
+    OpDef("randint4x", Signature(("seed", "offset")), Effect.PURE, _check_random,
+          "the four uint32 words of Philox4x32(seed, (offset, 0, 0, 0))",
+          attrs=("n_rounds",), results=4),
+    OpDef("rand", Signature(("seed", "offset")), Effect.PURE, _check_random,
+          "a float32 in [0, 1) from randint (dsl.philox.uint_to_uniform_float)",
+          attrs=("n_rounds",)),
+    OpDef("randn", Signature(("seed", "offset")), Effect.PURE, _check_random,
+          "a float32 standard normal from words 0 and 1 (Box-Muller, fp32 math)",
+          attrs=("n_rounds",)),
     OpDef("reduce", Signature(("source",)), Effect.PURE, _check_reduce,
           "combine along attrs['axis'] with COMBINES[attrs['combine']], in index order",
           attrs=("combine", "axis")),

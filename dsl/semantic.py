@@ -272,12 +272,12 @@ def umulhi(b: Builder, x: Operand, y: Operand) -> Value:
 
 
 def clamp(b: Builder, x: Operand, lo: Operand, hi: Operand) -> Value:
-    """``minimum(maximum(x, lo), hi)`` on floats (Triton's ``clamp``; a NaN ``x``
-    gives ``lo``, as maxNum/minNum do)."""
+    """``maximum(minimum(x, hi), lo)`` on floats, as triton-ascend lowers ``clamp``
+    (maxNum/minNum: a NaN ``x`` gives ``hi``; ``lo > hi`` gives ``lo``)."""
     v = as_value(b, x)
     if not v.dtype.is_float:
         raise b.error(f"clamp() needs a floating-point operand, got {v.dtype.name}")
-    return binary(b, "minimum", binary(b, "maximum", v, lo), hi)
+    return binary(b, "maximum", binary(b, "minimum", v, hi), lo)
 
 
 def cdiv(b: Builder, x: Operand, div: Operand) -> Operand:
@@ -566,3 +566,32 @@ def broadcast_block(b: Builder, x: Operand, shape: Any) -> Value:
     """``broadcast_to`` of a block inside a kernel (NumPy rules, rule 8)."""
     v = as_value(b, x)
     return broadcast_to(b, v, check_block_shape(b, shape))
+
+
+# ----------------------------------------------------------------------------- random
+
+
+_RANDOM_RESULTS = {"randint": (dt.uint32, 1), "randint4x": (dt.uint32, 4),
+                   "rand": (dt.float32, 1), "randn": (dt.float32, 1)}
+
+
+def random(b: Builder, kind: str, seed: Operand, offset: Operand, n_rounds: Any
+           ) -> Value | tuple[Value, ...]:
+    """Philox random numbers (``dsl.philox``) from a scalar ``seed`` and int32/uint32
+    ``offsets``: ``randint`` (uint32), ``randint4x`` (four uint32 blocks), ``rand``
+    (float32 in [0, 1)), ``randn`` (float32 standard normal)."""
+    if not isinstance(n_rounds, int) or isinstance(n_rounds, bool) or not 1 <= n_rounds <= 10:
+        raise b.error(f"{kind}() n_rounds must be a constexpr integer from 1 to 10, "
+                      f"got {n_rounds!r}")
+    s = as_value(b, seed)
+    if s.shape or not s.dtype.is_int or s.dtype.is_bool:
+        raise b.error(f"{kind}() seed must be an integer scalar, got {s.type}")
+    o = as_value(b, offset)
+    if not o.dtype.is_int or o.dtype.is_bool or o.dtype.bits > 32:
+        raise b.error(f"{kind}() offsets must be int32 or uint32, got {o.dtype.name} "
+                      "(triton-ascend 3.2.0 builds Philox for 32-bit offsets only)")
+    if o.dtype.bits < 32:
+        o = cast(b, o, dt.int32)
+    dtype, count = _RANDOM_RESULTS[kind]
+    op = b.emit(kind, [s, o], [Type(dtype, o.shape)] * count, attrs={"n_rounds": n_rounds})
+    return tuple(op.results) if count > 1 else op.result

@@ -207,11 +207,15 @@ class TritonFrontEnd:
     def __init__(self, jit_fn: Any, signature: dict[str, str], constants: dict[str, Any],
                  gpu_target: Any, stages: list[StageReport], digest: str,
                  extra_metadata: dict[str, Any] | None = None,
-                 locate: Any = lambda text: None) -> None:
+                 locate: Any = lambda text: None,
+                 option_defaults: dict[str, Any] | None = None) -> None:
         backend_cls, _ = toolchain()
         self.jit_fn, self.signature, self.constants = jit_fn, signature, constants
         self.backend = backend_cls(gpu_target)
         self.options = self.backend.parse_options({})
+        for key, value in (option_defaults or {}).items():
+            if not hasattr(self.options, key):  # an option the target's record lacks
+                object.__setattr__(self.options, key, value)
         self.metadata = {"hash": digest, "target": gpu_target, **self.options.__dict__,
                          **(extra_metadata or {})}
         self.pipeline: dict[str, Any] = {}

@@ -210,7 +210,9 @@ def compile_cpu(generated: GeneratedKernel, root: Path | None = None,
         GPUTarget("cpu", "x86_64", 0), stages, generated.digest,
         extra_metadata={"enable_nd2nz_on_vector": False, "enable_select_analysis": False,
                         "compile_on_910_95": False, "force_simt_template": False,
-                        "enable_linearize": False})
+                        "enable_linearize": False},
+        # the Triton front end reads this option; the CPU options record lacks it
+        option_defaults={"sanitize_overflow": False})
     linalg = front.stage("linalg", "ttadapter", front.ttir())
     _refuse_library_calls(linalg, generated.name)
     llir = front.run("llir", lambda: _linalg_to_llir(linalg, options.llvm_root))

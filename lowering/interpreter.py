@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dsl import philox
 from dsl.errors import DSLRuntimeError
 from dsl.ir import Block, Function, Op, Value, walk_block
 from dsl.numerics import bitcast_array, cast_array
@@ -408,6 +409,27 @@ class Interpreter:
     def op_flip(self, op: Op, frame: Frame) -> None:
         frame.set(op.result, np.flip(self._full(op.source, frame), axis=1 + op.attrs["axis"]))
 
+    def _philox(self, op: Op, frame: Frame, fn: Callable[..., Any]) -> Any:
+        """``fn(seed, offsets, n_rounds)`` of ``dsl.philox``; one seed per row."""
+        offset = materialize(frame.get(op.require("offset")))
+        seed = materialize(frame.get(op.require("seed")))
+        seed = seed.reshape((-1,) + (1,) * (offset.ndim - 1))
+        with np.errstate(all="ignore"):
+            return fn(seed, offset, op.attrs["n_rounds"])
+
+    def op_randint(self, op: Op, frame: Frame) -> None:
+        frame.set(op.result, self._philox(op, frame, philox.randint))
+
+    def op_randint4x(self, op: Op, frame: Frame) -> None:
+        for result, words in zip(op.results, self._philox(op, frame, philox.randint4x)):
+            frame.set(result, words)
+
+    def op_rand(self, op: Op, frame: Frame) -> None:
+        frame.set(op.result, self._philox(op, frame, philox.rand))
+
+    def op_randn(self, op: Op, frame: Frame) -> None:
+        frame.set(op.result, self._philox(op, frame, philox.randn))
+
     def op_reduce(self, op: Op, frame: Frame) -> None:
         arr = materialize(frame.get(op.source))
         full = np.broadcast_to(arr, (arr.shape[0],) + op.source.shape)
@@ -631,6 +653,10 @@ HANDLERS: dict[str, Callable[[Interpreter, Op, Frame], None]] = {
     "join": Interpreter.op_join,
     "split": Interpreter.op_split,
     "flip": Interpreter.op_flip,
+    "randint": Interpreter.op_randint,
+    "randint4x": Interpreter.op_randint4x,
+    "rand": Interpreter.op_rand,
+    "randn": Interpreter.op_randn,
     "reduce": Interpreter.op_reduce,
     "load": Interpreter.op_load,
     "store": Interpreter.op_store,

@@ -220,6 +220,12 @@ class _Emitter:
         self.emit(f"{self.define(op.result)} = tl.flip({self.name(op.source)}, "
                   f"{op.attrs['axis']})", indent, op.loc)
 
+    def op_random(self, op: Op, indent: int) -> None:
+        names = ", ".join(self.define(r) for r in op.results)
+        seed, offset = self.name(op.require("seed")), self.name(op.require("offset"))
+        self.emit(f"{names} = tl.{op.kind}({seed}, {offset}, {op.attrs['n_rounds']})", indent,
+                  op.loc)
+
     def op_reduce(self, op: Op, indent: int) -> None:
         combine = COMBINES[op.attrs["combine"]].triton
         self.emit(f"{self.define(op.result)} = {combine}({self.name(op.source)}, "
@@ -304,6 +310,10 @@ EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
     "join": _Emitter.op_join,
     "split": _Emitter.op_split,
     "flip": _Emitter.op_flip,
+    "randint": _Emitter.op_random,
+    "randint4x": _Emitter.op_random,
+    "rand": _Emitter.op_random,
+    "randn": _Emitter.op_random,
     "reduce": _Emitter.op_reduce,
     "load": _Emitter.op_load,
     "store": _Emitter.op_store,
