@@ -42,6 +42,7 @@ from dsl.language import (
     constexpr,
     cos,
     div_rn,
+    dot,
     erf,
     exp,
     exp2,
@@ -103,5 +104,5 @@ __all__ = [
     "cdiv", "ceil", "clamp", "cos", "div_rn", "erf", "exp2", "fdiv", "floor", "fma", "log2",
     "pow", "rsqrt", "sin", "tanh", "umulhi", "cat", "expand_dims", "flip", "interleave",
     "join", "permute", "reshape", "split", "trans", "view", "rand", "randint", "randint4x",
-    "randn",
+    "randn", "dot",
 ]

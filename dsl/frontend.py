@@ -720,6 +720,10 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "interleave": lambda v, node, a, b: sem.interleave(v.b, a, b),
     "flip": lambda v, node, x, dim: sem.flip(v.b, x, dim),
     **{kind: _random(kind) for kind in ("randint", "randint4x", "rand", "randn")},
+    "dot": lambda v, node, input, other, acc, input_precision, allow_tf32,
+    max_num_imprecise_acc, out_dtype: sem.dot(
+        v.b, input, other, acc, input_precision if allow_tf32 is None else
+        ("tf32" if allow_tf32 else "ieee"), out_dtype),
     "sum": _reduce("sum"), "max": _reduce("max"), "min": _reduce("min"),
     "cast": lambda v, node, x, dtype, bitcast: (sem.bitcast if bitcast else sem.cast)(
         v.b, sem.as_value(v.b, x), _dtype_arg(v, node, dtype)),

@@ -400,3 +400,18 @@ def rand(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
 def randn(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
     """One float32 standard normal per offset (Box-Muller)."""
     raise _outside("randn")
+
+
+# ----------------------------------------------------------------------------- matrix
+
+
+@builtin
+def dot(input: Any, other: Any, acc: Any = None, input_precision: Any = None,  # noqa: A002
+        allow_tf32: Any = None, max_num_imprecise_acc: Any = None, out_dtype: Any = None) -> Any:
+    """``acc + input @ other`` of 2-D blocks (M, N, K >= 16), on the Cube unit when
+    lowered. fp16/bf16/fp32 operands accumulate in float32 (``out_dtype=float16``
+    allowed for float16), int8 in int32. The products are rounded and added in k order,
+    starting from ``acc`` (the order triton-ascend's lowering adds in); the interpreter
+    and compiled-CPU mode agree bit for bit. ``input_precision`` is accepted; the
+    interpreter always computes IEEE fp32 products."""
+    raise _outside("dot")

@@ -178,6 +178,24 @@ def bitcast_array(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.ascontiguousarray(x).view(dtype)
 
 
+# ----------------------------------------------------------------------------- matrix product
+
+
+def dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
+    """``acc + a @ b`` over the last two axes (leading axes batch), in ``acc``'s dtype:
+    ``acc = acc + round(a[i, k] * b[k, j])`` for k in index order, each product and each
+    sum rounded to the accumulator type (no fused multiply-add). This is the order
+    triton-ascend's lowered ``tl.dot`` adds in (measured on the CPU route); integer
+    products and sums wrap."""
+    out = np.array(acc, copy=True)
+    dtype = out.dtype
+    a, b = a.astype(dtype), b.astype(dtype)
+    with np.errstate(all="ignore"):
+        for k in range(a.shape[-1]):
+            out += a[..., :, k, None] * b[..., k, None, :]
+    return out
+
+
 # ----------------------------------------------------------------------------- reductions
 
 

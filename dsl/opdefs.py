@@ -352,7 +352,13 @@ def _check_random(op: Op) -> str | None:
     return None
 
 
-RANDOM_KINDS = ("randint", "randint4x", "rand", "randn")
+def _check_dot(op: Op) -> str | None:
+    a, b, acc = op.lhs.shape, op.rhs.shape, op.require("acc")
+    if len(a) != 2 or len(b) != 2 or a[1] != b[0] or op.result.shape != (a[0], b[1]):
+        return f"dot of {op.lhs.type} and {op.rhs.type} is not {op.result.type}"
+    if acc.type != op.result.type or op.lhs.dtype != op.rhs.dtype:
+        return f"operand types {op.lhs.type}, {op.rhs.type}, acc {acc.type}"
+    return None
 
 
 def _check_reduce(op: Op) -> str | None:
@@ -575,6 +581,9 @@ _STRUCTURAL = [
     OpDef("randn", Signature(("seed", "offset")), Effect.PURE, _check_random,
           "a float32 standard normal from words 0 and 1 (Box-Muller, fp32 math)",
           attrs=("n_rounds",)),
+    OpDef("dot", Signature(("lhs", "rhs", "acc")), Effect.PURE, _check_dot,
+          "acc + lhs @ rhs, adding the rounded products in k order (numerics.dot)",
+          attrs=("input_precision",)),
     OpDef("reduce", Signature(("source",)), Effect.PURE, _check_reduce,
           "combine along attrs['axis'] with COMBINES[attrs['combine']], in index order",
           attrs=("combine", "axis")),

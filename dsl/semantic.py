@@ -595,3 +595,51 @@ def random(b: Builder, kind: str, seed: Operand, offset: Operand, n_rounds: Any
     dtype, count = _RANDOM_RESULTS[kind]
     op = b.emit(kind, [s, o], [Type(dtype, o.shape)] * count, attrs={"n_rounds": n_rounds})
     return tuple(op.results) if count > 1 else op.result
+
+
+# ----------------------------------------------------------------------------- dot
+
+_DOT_INPUTS = (dt.int8, dt.float16, dt.bfloat16, dt.float32)
+MIN_DOT_SIZE = 16  # Triton's lower bound on M, N and K
+
+
+def dot(b: Builder, x: Operand, y: Operand, acc: Operand | None, input_precision: Any,
+        out_dtype: Any) -> Value:
+    """``acc + x @ y`` of 2-D blocks (Triton's ``dot``): fp16/bf16/fp32 operands
+    accumulate in float32 (or float16 when asked), int8 in int32."""
+    xv, yv = as_value(b, x), as_value(b, y)
+    if xv.rank != 2 or yv.rank != 2:
+        raise b.error(f"dot() multiplies 2-D blocks, got {list(xv.shape)} and {list(yv.shape)}")
+    if xv.shape[1] != yv.shape[0]:
+        raise b.error(f"dot() inner dimensions differ: {list(xv.shape)} @ {list(yv.shape)}")
+    if min(xv.shape + yv.shape) < MIN_DOT_SIZE:
+        raise b.error(f"dot() needs M, N and K of at least {MIN_DOT_SIZE} (Triton's bound), "
+                      f"got {list(xv.shape)} @ {list(yv.shape)}")
+    for v in (xv, yv):
+        if v.dtype not in _DOT_INPUTS:
+            raise b.error(f"dot() accepts int8, float16, bfloat16 and float32 operands, got "
+                          f"{v.dtype.name}")
+    if xv.dtype != yv.dtype:
+        raise b.error(f"dot() operands must have one dtype, got {xv.dtype.name} and "
+                      f"{yv.dtype.name}")
+    if input_precision not in (None, "ieee", "tf32", "hf32", "tf32x3"):
+        raise b.error(f"dot() input_precision {input_precision!r} is not one of ieee, tf32, "
+                      "hf32, tf32x3")
+    if xv.dtype == dt.int8:
+        out = dt.int32
+    elif out_dtype is None or out_dtype == dt.float32:
+        out = dt.float32
+    elif out_dtype == dt.float16 and xv.dtype == dt.float16:
+        out = dt.float16
+    else:
+        raise b.error(f"dot() out_dtype {out_dtype} is not supported for {xv.dtype.name} "
+                      "operands (float32, or float16 for float16 operands)")
+    shape = (xv.shape[0], yv.shape[1])
+    if acc is None:
+        accv = constant(b, 0, out, shape)
+    else:
+        accv = as_value(b, acc)
+        if accv.type != Type(out, shape):
+            raise b.error(f"dot() acc is {accv.type}, expected {Type(out, shape)}")
+    return b.emit("dot", [xv, yv, accv], [Type(out, shape)],
+                  attrs={"input_precision": input_precision or "ieee"}).result

@@ -212,7 +212,8 @@ def compile_cpu(generated: GeneratedKernel, root: Path | None = None,
                         "compile_on_910_95": False, "force_simt_template": False,
                         "enable_linearize": False},
         # the Triton front end reads this option; the CPU options record lacks it
-        option_defaults={"sanitize_overflow": False})
+        option_defaults={"sanitize_overflow": False,
+                         "allowed_dot_input_precisions": ("ieee", "hf32")})
     linalg = front.stage("linalg", "ttadapter", front.ttir())
     _refuse_library_calls(linalg, generated.name)
     llir = front.run("llir", lambda: _linalg_to_llir(linalg, options.llvm_root))

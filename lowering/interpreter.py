@@ -48,6 +48,7 @@ from dsl import philox
 from dsl.errors import DSLRuntimeError
 from dsl.ir import Block, Function, Op, Value, walk_block
 from dsl.numerics import bitcast_array, cast_array
+from dsl.numerics import dot as dot_product
 from dsl.opdefs import COMBINES, OPS, Effect
 from dsl.options import Options
 from lowering import workers
@@ -430,6 +431,13 @@ class Interpreter:
     def op_randn(self, op: Op, frame: Frame) -> None:
         frame.set(op.result, self._philox(op, frame, philox.randn))
 
+    def op_dot(self, op: Op, frame: Frame) -> None:
+        a, b = self._full_pair(op.lhs, op.rhs, frame)
+        acc = self._full(op.require("acc"), frame)
+        rows = max(a.shape[0], acc.shape[0])
+        acc = np.broadcast_to(acc, (rows,) + acc.shape[1:])
+        frame.set(op.result, dot_product(a, b, acc))
+
     def op_reduce(self, op: Op, frame: Frame) -> None:
         arr = materialize(frame.get(op.source))
         full = np.broadcast_to(arr, (arr.shape[0],) + op.source.shape)
@@ -657,6 +665,7 @@ HANDLERS: dict[str, Callable[[Interpreter, Op, Frame], None]] = {
     "randint4x": Interpreter.op_randint4x,
     "rand": Interpreter.op_rand,
     "randn": Interpreter.op_randn,
+    "dot": Interpreter.op_dot,
     "reduce": Interpreter.op_reduce,
     "load": Interpreter.op_load,
     "store": Interpreter.op_store,

@@ -226,6 +226,13 @@ class _Emitter:
         self.emit(f"{names} = tl.{op.kind}({seed}, {offset}, {op.attrs['n_rounds']})", indent,
                   op.loc)
 
+    def op_dot(self, op: Op, indent: int) -> None:
+        out = op.result.dtype.triton_name
+        self.emit(f"{self.define(op.result)} = tl.dot({self.name(op.lhs)}, {self.name(op.rhs)}, "
+                  f"acc={self.name(op.require('acc'))}, "
+                  f"input_precision={op.attrs['input_precision']!r}, out_dtype={out})", indent,
+                  op.loc)
+
     def op_reduce(self, op: Op, indent: int) -> None:
         combine = COMBINES[op.attrs["combine"]].triton
         self.emit(f"{self.define(op.result)} = {combine}({self.name(op.source)}, "
@@ -314,6 +321,7 @@ EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
     "randint4x": _Emitter.op_random,
     "rand": _Emitter.op_random,
     "randn": _Emitter.op_random,
+    "dot": _Emitter.op_dot,
     "reduce": _Emitter.op_reduce,
     "load": _Emitter.op_load,
     "store": _Emitter.op_store,

@@ -141,6 +141,7 @@ UB_RULES: dict[str, Rule] = {
     "broadcast": _broadcast,
     "expand_dims": _tile,
     "reduce": _tile,
+    "dot": _tile,
     "randint": _tile,
     "randint4x": _tile,
     "rand": _tile,

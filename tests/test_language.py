@@ -512,3 +512,101 @@ def test_random_misuse_is_an_error_at_the_line():
 
     with pytest.raises(dsl.DSLCompileError, match="offsets must be int32 or uint32, got int64"):
         wide_offsets(np.zeros(8, np.int64), np.zeros(8, np.float32))
+
+
+# ----------------------------------------------------------------------------- dot
+
+
+@dsl.jit
+def matmul(a, b, c, M, N, K, BM: dsl.constexpr, BN: dsl.constexpr, BK: dsl.constexpr,
+           OUT_FP16: dsl.constexpr = False):
+    pm = dsl.program_id(0)
+    pn = dsl.program_id(1)
+    rm = pm * BM + dsl.arange(0, BM)
+    rn = pn * BN + dsl.arange(0, BN)
+    acc = dsl.zeros((BM, BN), dsl.float16 if OUT_FP16 else
+                    (dsl.int32 if a.dtype == dsl.int8 else dsl.float32))
+    for k0 in range(0, K, BK):
+        rk = k0 + dsl.arange(0, BK)
+        ta = dsl.load(a, rm[:, None] * K + rk[None, :], (rm[:, None] < M) & (rk[None, :] < K))
+        tb = dsl.load(b, rk[:, None] * N + rn[None, :], (rk[:, None] < K) & (rn[None, :] < N))
+        acc = dsl.dot(ta, tb, acc, out_dtype=dsl.float16 if OUT_FP16 else dsl.float32)
+    dsl.store(c, rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) & (rn[None, :] < N))
+
+
+def _sequential_matmul(a, b, acc_dtype):
+    """acc += round(a[:, k] * b[k, :]) for k in order, in the accumulator type."""
+    a, b = a.astype(acc_dtype), b.astype(acc_dtype)
+    acc = np.zeros((a.shape[0], b.shape[1]), acc_dtype)
+    with np.errstate(all="ignore"):
+        for k in range(a.shape[1]):
+            acc += a[:, k, None] * b[None, k, :]
+    return acc
+
+
+DOT_CASES = {  # name -> (operand dtype, accumulator dtype, kwargs)
+    "fp32": (np.float32, np.float32, {}),
+    "fp16": (np.float16, np.float32, {}),
+    "bf16": (__import__("ml_dtypes").bfloat16, np.float32, {}),
+    "int8": (np.int8, np.int32, {}),
+    "fp16_out": (np.float16, np.float16, {"OUT_FP16": True}),
+}
+
+
+def _dot_case(name, M=70, N=90, K=100):
+    dtype, acc_dtype, extra = DOT_CASES[name]
+    rng = np.random.default_rng(10)
+    if np.dtype(dtype).kind == "i":
+        a, b = (rng.integers(-128, 128, shape).astype(dtype) for shape in ((M, K), (K, N)))
+    else:
+        a, b = (rng.standard_normal(shape).astype(dtype) for shape in ((M, K), (K, N)))
+    c = np.zeros((M, N), acc_dtype)
+    kwargs = {"BM": 32, "BN": 64, "BK": 32, **extra}
+    return (a, b, c, M, N, K), kwargs, (-(-M // 32), -(-N // 64))
+
+
+@pytest.mark.parametrize("name", sorted(DOT_CASES))
+def test_dot_adds_in_k_order(name):
+    args, kwargs, grid = _dot_case(name)
+    a, b, c = args[:3]
+    matmul[grid](*args, **kwargs)
+    np.testing.assert_array_equal(c, _sequential_matmul(a, b, c.dtype))
+    if c.dtype != np.float16:
+        np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64),
+                                   rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("name", sorted(DOT_CASES))
+def test_dot_compiled_cpu_bit_exact(cpu_toolchain, name):  # noqa: F811
+    args, kwargs, grid = _dot_case(name, M=40, N=70, K=50)
+    differential(matmul, args, kwargs, grid=grid)
+
+
+@pytest.mark.parametrize("name", ["fp16", "fp32"])
+def test_dot_tiles_of_64x64x32_lower_within_ub(toolchain, name):
+    spec = dsl.tensor_spec({"fp16": "float16", "fp32": "float32"}[name])
+    lowered = matmul.lower(spec, spec, dsl.tensor_spec("float32"), 512, 512, 512, BM=64, BN=64,
+                           BK=32, target="Ascend910B4")
+    assert "tl.dot(" in lowered.triton
+    assert lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
+
+
+def test_dot_misuse_is_an_error_at_the_line():
+    @dsl.jit
+    def small(a, out):
+        i = dsl.arange(0, 8)
+        t = dsl.load(a, i[:, None] * 8 + i[None, :])
+        dsl.store(out, i[:, None] * 8 + i[None, :], dsl.dot(t, t))
+
+    with pytest.raises(dsl.DSLCompileError, match="at least 16"):
+        small(np.zeros(64, np.float32), np.zeros(64, np.float32))
+
+    @dsl.jit
+    def mixed(a, b, out):
+        i = dsl.arange(0, 16)
+        t = dsl.load(a, i[:, None] * 16 + i[None, :])
+        u = dsl.load(b, i[:, None] * 16 + i[None, :])
+        dsl.store(out, i[:, None] * 16 + i[None, :], dsl.dot(t, u))
+
+    with pytest.raises(dsl.DSLCompileError, match="one dtype, got float32 and float16"):
+        mixed(np.zeros(256, np.float32), np.zeros(256, np.float16), np.zeros(256, np.float32))
