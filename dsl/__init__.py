@@ -33,6 +33,8 @@ from dsl.jit import JITFunction, jit
 from dsl.language import (
     abs,
     arange,
+    argmax,
+    argmin,
     block_size,
     cast,
     cat,
@@ -41,6 +43,8 @@ from dsl.language import (
     clamp,
     constexpr,
     cos,
+    cumprod,
+    cumsum,
     div_rn,
     dot,
     erf,
@@ -87,6 +91,7 @@ from dsl.language import (
     umulhi,
     view,
     where,
+    xor_sum,
     zeros,
 )
 from dsl.options import Options
@@ -104,5 +109,5 @@ __all__ = [
     "cdiv", "ceil", "clamp", "cos", "div_rn", "erf", "exp2", "fdiv", "floor", "fma", "log2",
     "pow", "rsqrt", "sin", "tanh", "umulhi", "cat", "expand_dims", "flip", "interleave",
     "join", "permute", "reshape", "split", "trans", "view", "rand", "randint", "randint4x",
-    "randn", "dot",
+    "randn", "dot", "argmax", "argmin", "cumprod", "cumsum", "xor_sum",
 ]

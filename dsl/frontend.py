@@ -639,10 +639,23 @@ def _binary_builtin(name: str) -> Callable[..., Any]:
 
 
 def _reduce(name: str) -> Callable[..., Any]:
-    def handler(v: _Visitor, node: ast.AST, x: Any, axis: Any, keep_dims: Any) -> Any:
+    def handler(v: _Visitor, node: ast.AST, input: Any, axis: Any, keep_dims: Any,
+                return_indices: Any = False, return_indices_tie_break_left: Any = True) -> Any:
         if axis is not None:
             axis = _const_int(v, node, axis, f"{name}() axis")
-        return sem.reduce(v.b, name, x, axis, bool(keep_dims))
+        if return_indices:
+            return sem.arg_reduce(v.b, "argmax" if name == "max" else "argmin", input, axis,
+                                  bool(return_indices_tie_break_left), bool(keep_dims))
+        return sem.reduce(v.b, name, input, axis, bool(keep_dims))
+    return handler
+
+
+def _arg_reduce(name: str) -> Callable[..., Any]:
+    def handler(v: _Visitor, node: ast.AST, input: Any, axis: Any, tie_break_left: Any,
+                keep_dims: Any) -> Any:
+        if axis is not None:
+            axis = _const_int(v, node, axis, f"{name}() axis")
+        return sem.arg_reduce(v.b, name, input, axis, bool(tie_break_left), bool(keep_dims))[1]
     return handler
 
 
@@ -725,6 +738,11 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
         v.b, input, other, acc, input_precision if allow_tf32 is None else
         ("tf32" if allow_tf32 else "ieee"), out_dtype),
     "sum": _reduce("sum"), "max": _reduce("max"), "min": _reduce("min"),
+    "xor_sum": _reduce("xor_sum"), "argmax": _arg_reduce("argmax"),
+    "argmin": _arg_reduce("argmin"),
+    "cumsum": lambda v, node, input, axis, reverse: sem.scan(v.b, "sum", input, axis, reverse),
+    "cumprod": lambda v, node, input, axis, reverse: sem.scan(v.b, "prod", input, axis,
+                                                             reverse),
     "cast": lambda v, node, x, dtype, bitcast: (sem.bitcast if bitcast else sem.cast)(
         v.b, sem.as_value(v.b, x), _dtype_arg(v, node, dtype)),
     "static_assert": _static_assert,

@@ -139,21 +139,61 @@ def sqrt(x: Any) -> Any:
 
 
 @builtin
-def sum(x: Any, axis: int | None = None, keep_dims: bool = False) -> Any:  # noqa: A001
-    """Sum along ``axis`` (all axes when None); accumulates as rule 10 of dsl.semantic says."""
+def sum(input: Any, axis: int | None = None, keep_dims: bool = False) -> Any:  # noqa: A001,A002
+    """Sum along ``axis`` (all axes when None), adding in index order; accumulates as
+    rule 10 of dsl.semantic says."""
     raise _outside("sum")
 
 
 @builtin
-def max(x: Any, axis: int | None = None, keep_dims: bool = False) -> Any:  # noqa: A001
-    """Maximum along ``axis`` (all axes when None)."""
+def max(input: Any, axis: int | None = None, return_indices: bool = False,  # noqa: A001,A002
+        return_indices_tie_break_left: bool = True, keep_dims: bool = False) -> Any:
+    """Maximum along ``axis`` (all axes when None; a NaN is ignored). With
+    ``return_indices`` a (value, int32 index) pair, as ``argmax`` folds them."""
     raise _outside("max")
 
 
 @builtin
-def min(x: Any, axis: int | None = None, keep_dims: bool = False) -> Any:  # noqa: A001
-    """Minimum along ``axis`` (all axes when None)."""
+def min(input: Any, axis: int | None = None, return_indices: bool = False,  # noqa: A001,A002
+        return_indices_tie_break_left: bool = True, keep_dims: bool = False) -> Any:
+    """Minimum along ``axis`` (all axes when None; a NaN is ignored). With
+    ``return_indices`` a (value, int32 index) pair, as ``argmin`` folds them."""
     raise _outside("min")
+
+
+@builtin
+def argmax(input: Any, axis: Any, tie_break_left: bool = True,  # noqa: A002
+           keep_dims: bool = False) -> Any:
+    """int32 index of the largest element along ``axis`` (the first on ties with
+    ``tie_break_left``): a left fold of Triton's combine, so a NaN is passed over
+    unless it is last (dsl.numerics.arg_fold)."""
+    raise _outside("argmax")
+
+
+@builtin
+def argmin(input: Any, axis: Any, tie_break_left: bool = True,  # noqa: A002
+           keep_dims: bool = False) -> Any:
+    """int32 index of the smallest element along ``axis`` (see ``argmax``)."""
+    raise _outside("argmin")
+
+
+@builtin
+def xor_sum(input: Any, axis: int | None = None, keep_dims: bool = False) -> Any:  # noqa: A002
+    """Bitwise xor of the integer elements along ``axis`` (all axes when None)."""
+    raise _outside("xor_sum")
+
+
+@builtin
+def cumsum(input: Any, axis: int = 0, reverse: bool = False) -> Any:  # noqa: A002
+    """Inclusive prefix sums along ``axis`` in index order (from the end with
+    ``reverse``), in the operand's dtype (bfloat16 in float32)."""
+    raise _outside("cumsum")
+
+
+@builtin
+def cumprod(input: Any, axis: int = 0, reverse: bool = False) -> Any:  # noqa: A002
+    """Inclusive prefix products along ``axis`` (see ``cumsum``)."""
+    raise _outside("cumprod")
 
 
 @builtin

@@ -204,6 +204,41 @@ def sum_in_order(x: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
     return np.take(np.add.accumulate(x, axis=axis, dtype=dtype), -1, axis=axis)
 
 
+def xor_reduce(x: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
+    """Bitwise xor of the elements along ``axis`` (order-free)."""
+    return np.bitwise_xor.reduce(x, axis=axis).astype(dtype, copy=False)
+
+
+def arg_fold(x: np.ndarray, axis: int, largest: bool, tie_break_left: bool
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """(value, int32 index) of the largest (or smallest) element along ``axis``, as a
+    left fold of Triton's argmax/argmin combine: the running pair is kept while it is
+    strictly better, or equal with ``tie_break_left``; otherwise the next element
+    replaces it -- so a NaN is replaced by the element after it, and a NaN in the last
+    position wins (what the lowered loop computes)."""
+    moved = np.moveaxis(x, axis, -1)
+    value = moved[..., 0].copy()
+    index = np.zeros(value.shape, np.int32)
+    with np.errstate(invalid="ignore"):
+        for i in range(1, moved.shape[-1]):
+            nxt = moved[..., i]
+            better = value > nxt if largest else value < nxt
+            keep = better | ((value == nxt) & tie_break_left)
+            value = np.where(keep, value, nxt)
+            index = np.where(keep, index, np.int32(i))
+    return value, index
+
+
+def scan_in_order(x: np.ndarray, axis: int, combine: str, reverse: bool) -> np.ndarray:
+    """Inclusive prefix sums (``combine="sum"``) or products along ``axis`` in index
+    order (from the end when ``reverse``), in ``x``'s dtype."""
+    ufunc = np.add if combine == "sum" else np.multiply
+    with np.errstate(all="ignore"):
+        if reverse:
+            return np.flip(ufunc.accumulate(np.flip(x, axis), axis=axis, dtype=x.dtype), axis)
+        return ufunc.accumulate(x, axis=axis, dtype=x.dtype)
+
+
 def max_ignoring_nan(x: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
     """Largest element along ``axis``; a NaN is ignored unless all are NaN (maxNum)."""
     return np.fmax.reduce(x, axis=axis).astype(dtype, copy=False)

@@ -156,7 +156,9 @@ class Combine:
         if not self.accumulates:
             return dtype
         if dtype.is_int:
-            return dt.int64 if dtype == dt.int64 else dt.int32
+            if dtype.bits == 64:
+                return dtype
+            return dt.uint32 if dtype.is_unsigned else dt.int32
         return dt.float64 if dtype == dt.float64 else dt.float32
 
 
@@ -164,6 +166,7 @@ COMBINES: dict[str, Combine] = {c.name: c for c in [
     Combine("sum", nm.sum_in_order, "tl.sum", accumulates=True),
     Combine("max", nm.max_ignoring_nan, "tl.max", accumulates=False),
     Combine("min", nm.min_ignoring_nan, "tl.min", accumulates=False),
+    Combine("xor_sum", nm.xor_reduce, "tl.xor_sum", accumulates=False),
 ]}
 
 
@@ -358,6 +361,25 @@ def _check_dot(op: Op) -> str | None:
         return f"dot of {op.lhs.type} and {op.rhs.type} is not {op.result.type}"
     if acc.type != op.result.type or op.lhs.dtype != op.rhs.dtype:
         return f"operand types {op.lhs.type}, {op.rhs.type}, acc {acc.type}"
+    return None
+
+
+def _check_arg_reduce(op: Op) -> str | None:
+    axis, src = op.attrs["axis"], op.source.shape
+    value, index = op.results
+    if op.attrs["combine"] not in ("argmax", "argmin"):
+        return f"unknown combine {op.attrs['combine']!r}"
+    if not 0 <= axis < len(src) or value.shape != src[:axis] + src[axis + 1:] or \
+            index.shape != value.shape or index.dtype != dt.int32 or \
+            value.dtype != op.source.dtype:
+        return f"({value.type}, {index.type}) is not the arg-reduction of {op.source.type}"
+    return None
+
+
+def _check_scan(op: Op) -> str | None:
+    if op.attrs["combine"] not in ("sum", "prod") or op.result.type != op.source.type or \
+            not 0 <= op.attrs["axis"] < op.source.rank:
+        return f"scan {op.attrs['combine']!r} of {op.source.type} to {op.result.type}"
     return None
 
 
@@ -584,6 +606,12 @@ _STRUCTURAL = [
     OpDef("dot", Signature(("lhs", "rhs", "acc")), Effect.PURE, _check_dot,
           "acc + lhs @ rhs, adding the rounded products in k order (numerics.dot)",
           attrs=("input_precision",)),
+    OpDef("arg_reduce", Signature(("source",)), Effect.PURE, _check_arg_reduce,
+          "(value, int32 index) of the max or min along attrs['axis'] (numerics.arg_fold)",
+          attrs=("combine", "axis", "tie_break_left"), results=2),
+    OpDef("scan", Signature(("source",)), Effect.PURE, _check_scan,
+          "inclusive prefix sum or product along attrs['axis'] (numerics.scan_in_order)",
+          attrs=("combine", "axis", "reverse")),
     OpDef("reduce", Signature(("source",)), Effect.PURE, _check_reduce,
           "combine along attrs['axis'] with COMBINES[attrs['combine']], in index order",
           attrs=("combine", "axis")),

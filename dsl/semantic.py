@@ -336,10 +336,13 @@ def program_index(b: Builder, kind: str, axis: int) -> Value:
 
 
 def reduce(b: Builder, combine: str, x: Operand, axis: int | None, keep_dims: bool) -> Value:
-    """``sum``/``max``/``min`` of a block along ``axis`` (all axes when None; rule 10)."""
+    """``sum``/``max``/``min``/``xor_sum`` of a block along ``axis`` (all axes when
+    None; rule 10)."""
     v = as_value(b, x)
     if not v.shape:
         raise b.error(f"{combine}() needs a block operand, got a scalar")
+    if combine == "xor_sum" and not (v.dtype.is_int and not v.dtype.is_bool):
+        raise b.error(f"xor_sum() needs integer operands, got {v.dtype.name}")
     v = cast(b, v, COMBINES[combine].accumulator(v.dtype))
     if axis is None:
         axes = list(range(v.rank))
@@ -643,3 +646,45 @@ def dot(b: Builder, x: Operand, y: Operand, acc: Operand | None, input_precision
             raise b.error(f"dot() acc is {accv.type}, expected {Type(out, shape)}")
     return b.emit("dot", [xv, yv, accv], [Type(out, shape)],
                   attrs={"input_precision": input_precision or "ieee"}).result
+
+
+# ----------------------------------------------------------------------------- reductions and scans
+
+
+def _one_axis(b: Builder, what: str, v: Value, axis: Any) -> int:
+    if not v.shape:
+        raise b.error(f"{what}() needs a block operand, got a scalar")
+    if not isinstance(axis, int) or isinstance(axis, bool) or not -v.rank <= axis < v.rank:
+        raise b.error(f"{what}() axis {axis!r} out of range for shape {list(v.shape)}")
+    return axis % v.rank
+
+
+def arg_reduce(b: Builder, combine: str, x: Operand, axis: Any, tie_break_left: bool,
+               keep_dims: bool) -> tuple[Value, Value]:
+    """(value, int32 index) of the largest (``argmax``) or smallest (``argmin``)
+    element along ``axis``, a left fold of Triton's combine (``numerics.arg_fold``)."""
+    v = as_value(b, x)
+    if axis is None:  # Triton flattens first
+        v = reshape(b, v, (_numel(v.shape),)) if v.rank > 1 else v
+        axis = 0
+    ax = _one_axis(b, combine, v, axis)
+    shape = v.shape[:ax] + v.shape[ax + 1:]
+    op = b.emit("arg_reduce", [v], [Type(v.dtype, shape), Type(dt.int32, shape)],
+                attrs={"combine": combine, "axis": ax, "tie_break_left": bool(tie_break_left)})
+    value, index = op.results
+    if keep_dims:
+        value, index = expand_dims(b, value, ax), expand_dims(b, index, ax)
+    return value, index
+
+
+def scan(b: Builder, combine: str, x: Operand, axis: Any, reverse: bool) -> Value:
+    """Inclusive prefix sums (``cumsum``) or products (``cumprod``) along ``axis``, in
+    index order (bfloat16 computes in float32, as Triton promotes it)."""
+    v = as_value(b, x)
+    ax = _one_axis(b, "cumsum" if combine == "sum" else "cumprod", v, axis)
+    if v.dtype.is_bool:
+        v = cast(b, v, dt.int32)
+    if v.dtype == dt.bfloat16:
+        v = cast(b, v, dt.float32)
+    return b.emit("scan", [v], [v.type],
+                  attrs={"combine": combine, "axis": ax, "reverse": bool(reverse)}).result

@@ -47,7 +47,7 @@ import numpy as np
 from dsl import philox
 from dsl.errors import DSLRuntimeError
 from dsl.ir import Block, Function, Op, Value, walk_block
-from dsl.numerics import bitcast_array, cast_array
+from dsl.numerics import arg_fold, bitcast_array, cast_array, scan_in_order
 from dsl.numerics import dot as dot_product
 from dsl.opdefs import COMBINES, OPS, Effect
 from dsl.options import Options
@@ -438,6 +438,18 @@ class Interpreter:
         acc = np.broadcast_to(acc, (rows,) + acc.shape[1:])
         frame.set(op.result, dot_product(a, b, acc))
 
+    def op_arg_reduce(self, op: Op, frame: Frame) -> None:
+        full = self._full(op.source, frame)
+        value, index = arg_fold(full, 1 + op.attrs["axis"], op.attrs["combine"] == "argmax",
+                                op.attrs["tie_break_left"])
+        frame.set(op.results[0], value)
+        frame.set(op.results[1], index)
+
+    def op_scan(self, op: Op, frame: Frame) -> None:
+        full = self._full(op.source, frame)
+        frame.set(op.result, scan_in_order(full, 1 + op.attrs["axis"], op.attrs["combine"],
+                                           op.attrs["reverse"]))
+
     def op_reduce(self, op: Op, frame: Frame) -> None:
         arr = materialize(frame.get(op.source))
         full = np.broadcast_to(arr, (arr.shape[0],) + op.source.shape)
@@ -666,6 +678,8 @@ HANDLERS: dict[str, Callable[[Interpreter, Op, Frame], None]] = {
     "rand": Interpreter.op_rand,
     "randn": Interpreter.op_randn,
     "dot": Interpreter.op_dot,
+    "arg_reduce": Interpreter.op_arg_reduce,
+    "scan": Interpreter.op_scan,
     "reduce": Interpreter.op_reduce,
     "load": Interpreter.op_load,
     "store": Interpreter.op_store,

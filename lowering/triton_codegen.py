@@ -233,6 +233,18 @@ class _Emitter:
                   f"input_precision={op.attrs['input_precision']!r}, out_dtype={out})", indent,
                   op.loc)
 
+    def op_arg_reduce(self, op: Op, indent: int) -> None:
+        value, index = (self.define(r) for r in op.results)
+        fn = "tl.max" if op.attrs["combine"] == "argmax" else "tl.min"
+        self.emit(f"{value}, {index} = {fn}({self.name(op.source)}, axis={op.attrs['axis']}, "
+                  f"return_indices=True, "
+                  f"return_indices_tie_break_left={op.attrs['tie_break_left']})", indent, op.loc)
+
+    def op_scan(self, op: Op, indent: int) -> None:
+        fn = "tl.cumsum" if op.attrs["combine"] == "sum" else "tl.cumprod"
+        self.emit(f"{self.define(op.result)} = {fn}({self.name(op.source)}, "
+                  f"axis={op.attrs['axis']}, reverse={op.attrs['reverse']})", indent, op.loc)
+
     def op_reduce(self, op: Op, indent: int) -> None:
         combine = COMBINES[op.attrs["combine"]].triton
         self.emit(f"{self.define(op.result)} = {combine}({self.name(op.source)}, "
@@ -322,6 +334,8 @@ EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
     "rand": _Emitter.op_random,
     "randn": _Emitter.op_random,
     "dot": _Emitter.op_dot,
+    "arg_reduce": _Emitter.op_arg_reduce,
+    "scan": _Emitter.op_scan,
     "reduce": _Emitter.op_reduce,
     "load": _Emitter.op_load,
     "store": _Emitter.op_store,

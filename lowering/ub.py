@@ -142,6 +142,8 @@ UB_RULES: dict[str, Rule] = {
     "expand_dims": _tile,
     "reduce": _tile,
     "dot": _tile,
+    "arg_reduce": _tile,
+    "scan": _tile,
     "randint": _tile,
     "randint4x": _tile,
     "rand": _tile,

@@ -346,12 +346,15 @@ def _lowering_cases():
     u32 = dsl.tensor_spec("uint32")
     cases["random"] = (random_numbers, [7, u32, u32, f32, f32, dsl.tensor_spec("int32"), N],
                        {"BLOCK": BLOCK})
+    cases["reductions"] = (reductions, [f32, dsl.tensor_spec("int32")] + [dsl.tensor_spec(t) for t in (
+        "int32", "int32", "float32", "int32", "int32", "float32", "float32", "float32")],
+        {"R": 8, "C": 32})
     return cases
 
 
 LOWERING_NAMES = [f"bits_{t}" for t in ("int8", "uint16", "int32", "uint64")] + [
     "bitcast", "hash", *(f"math_{name}" for name in UNARY_MATH), "multi_math", "integer_math",
-    "shapes", "random"]
+    "shapes", "random", "reductions"]
 
 
 @pytest.mark.parametrize("name", LOWERING_NAMES)
@@ -610,3 +613,90 @@ def test_dot_misuse_is_an_error_at_the_line():
 
     with pytest.raises(dsl.DSLCompileError, match="one dtype, got float32 and float16"):
         mixed(np.zeros(256, np.float32), np.zeros(256, np.float16), np.zeros(256, np.float32))
+
+
+# ----------------------------------------------------------------------------- reductions, scans
+
+
+@dsl.jit
+def reductions(x, bits, out_amax, out_amin, out_max, out_maxi, out_xor, out_cs, out_csr,
+               out_cp, R: dsl.constexpr, C: dsl.constexpr):
+    r = dsl.arange(0, R)[:, None]
+    c = dsl.arange(0, C)[None, :]
+    a = dsl.load(x, r * C + c)
+    rows = dsl.arange(0, R)
+    dsl.store(out_amax, rows, dsl.argmax(a, 1))
+    dsl.store(out_amin, dsl.arange(0, C), dsl.argmin(a, 0))
+    value, index = dsl.max(a, 1, return_indices=True, return_indices_tie_break_left=False)
+    dsl.store(out_max, rows, value)
+    dsl.store(out_maxi, rows, index)
+    dsl.store(out_xor, rows, dsl.xor_sum(dsl.load(bits, r * C + c), 1))
+    dsl.store(out_cs, r * C + c, dsl.cumsum(a, 1))
+    dsl.store(out_csr, r * C + c, dsl.cumsum(a, 0, reverse=True))
+    dsl.store(out_cp, r * C + c, dsl.cumprod(a * 0.01 + 1.0, 1))
+
+
+def _reduction_case(R=8, C=32, nan=True):
+    rng = np.random.default_rng(11)
+    x = rng.integers(-4, 5, (R, C)).astype(np.float32)  # ties on purpose
+    if nan:
+        x[1, 3] = np.nan  # passed over
+        x[2, -1] = np.nan  # last: wins the fold
+    bits = rng.integers(0, 2**31, (R, C)).astype(np.int32)
+    outs = [np.zeros(R, np.int32), np.zeros(C, np.int32), np.zeros(R, np.float32),
+            np.zeros(R, np.int32), np.zeros(R, np.int32), np.zeros(R * C, np.float32),
+            np.zeros(R * C, np.float32), np.zeros(R * C, np.float32)]
+    return (x.reshape(-1), bits.reshape(-1), *outs), {"R": R, "C": C}, outs
+
+
+def _fold(row, largest, left):
+    """Triton's argmax/argmin combine folded left to right, in plain Python."""
+    value, index = row[0], 0
+    for i, v in enumerate(row[1:], 1):
+        better = value > v if largest else value < v
+        if not (better or (value == v and left)):
+            value, index = v, i
+    return value, index
+
+
+def test_reductions_and_scans_match_a_sequential_reference():
+    args, kwargs, outs = _reduction_case()
+    R, C = kwargs["R"], kwargs["C"]
+    x, bits = args[0].reshape(R, C), args[1].reshape(R, C)
+    run(reductions, args, kwargs)
+    amax, amin, vmax, imax, xor, cs, csr, cp = outs
+    np.testing.assert_array_equal(amax, [_fold(row, True, True)[1] for row in x])
+    np.testing.assert_array_equal(amin, [_fold(col, False, True)[1] for col in x.T])
+    np.testing.assert_array_equal(imax, [_fold(row, True, False)[1] for row in x])
+    np.testing.assert_array_equal(vmax, [_fold(row, True, False)[0] for row in x])
+    assert amax[2] == C - 1 and np.isnan(vmax[2])  # a NaN in the last position wins
+    np.testing.assert_array_equal(xor, np.bitwise_xor.reduce(bits, axis=1))
+    np.testing.assert_array_equal(cs.reshape(R, C), np.add.accumulate(x, axis=1))
+    np.testing.assert_array_equal(csr.reshape(R, C),
+                                  np.add.accumulate(x[::-1], axis=0)[::-1])
+    y = x * np.float32(0.01) + np.float32(1)
+    np.testing.assert_array_equal(cp.reshape(R, C), np.multiply.accumulate(y, axis=1))
+
+
+def test_argmax_and_xor_sum_compiled_cpu_bit_exact(cpu_toolchain):  # noqa: F811
+    @dsl.jit
+    def arg_and_xor(x, bits, out_amax, out_vmin, out_xor, R: dsl.constexpr, C: dsl.constexpr):
+        r = dsl.arange(0, R)[:, None]
+        c = dsl.arange(0, C)[None, :]
+        a = dsl.load(x, r * C + c)
+        rows = dsl.arange(0, R)
+        dsl.store(out_amax, rows, dsl.argmax(a, 1))
+        dsl.store(out_vmin, rows, dsl.min(a, 1, return_indices=True)[0])
+        dsl.store(out_xor, rows, dsl.xor_sum(dsl.load(bits, r * C + c), 1))
+
+    args, kwargs, outs = _reduction_case(nan=False)
+    differential(arg_and_xor, (args[0], args[1], outs[0], outs[2], outs[4]), kwargs, grid=(1,))
+
+
+def test_scans_are_refused_by_compiled_cpu_mode_with_the_reason(cpu_toolchain):  # noqa: F811
+    """triton-ascend lowers tl.cumsum/tl.cumprod to Ascend library calls."""
+    from lowering import cpu
+
+    args, kwargs, _ = _reduction_case()
+    with pytest.raises(cpu.CompiledCPUError, match="library call\\(s\\) triton_cum"):
+        reductions.launch(*args, grid=(1,), backend="compiled-cpu", **kwargs)
