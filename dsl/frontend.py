@@ -30,6 +30,7 @@ from typing import Any
 from dsl import dtypes as dt
 from dsl import language as lang
 from dsl import semantic as sem
+from dsl import semantic as sem_  # for handlers whose Triton signature has a ``sem`` argument
 from dsl.dtypes import DType
 from dsl.errors import DSLCompileError, SourceLoc
 from dsl.ir import Block, Function, Param, Type, Value, ViewType, verify
@@ -675,6 +676,14 @@ def _expand_dims(v: _Visitor, node: ast.AST, x: Any, axis: Any) -> Any:
     return value
 
 
+def _atomic(op: str) -> Callable[..., Any]:
+    def handler(v: _Visitor, node: ast.AST, tensor: Any, index: Any, val: Any, mask: Any,
+                sem: Any, scope: Any) -> Any:
+        view = _view_arg(v, node, tensor, f"atomic_{op}")
+        return sem_.atomic(v.b, op, view, index, val, mask, sem, scope)
+    return handler
+
+
 def _random(kind: str) -> Callable[..., Any]:
     return lambda v, node, seed, offset, n_rounds: sem.random(v.b, kind, seed, offset, n_rounds)
 
@@ -740,6 +749,9 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "sum": _reduce("sum"), "max": _reduce("max"), "min": _reduce("min"),
     "xor_sum": _reduce("xor_sum"), "argmax": _arg_reduce("argmax"),
     "argmin": _arg_reduce("argmin"),
+    **{f"atomic_{op}": _atomic(op) for op in ("add", "max", "min", "xchg", "and", "or", "xor")},
+    "atomic_cas": lambda v, node, tensor, index, cmp, val, sem, scope: sem_.atomic_cas(
+        v.b, _view_arg(v, node, tensor, "atomic_cas"), index, cmp, val, sem, scope),
     "cumsum": lambda v, node, input, axis, reverse: sem.scan(v.b, "sum", input, axis, reverse),
     "cumprod": lambda v, node, input, axis, reverse: sem.scan(v.b, "prod", input, axis,
                                                              reverse),

@@ -246,13 +246,19 @@ class Op:
         """A load's or store's physical element offset."""
         return self.require("offset")
 
+    def _optional(self, role: str) -> Value | None:
+        """An optional role: None when absent or when the kind has no such role."""
+        return self.operand(role) if role in self.defn.signature.roles else None
+
     @property
     def mask(self) -> Value | None:
-        return self.operand("mask")
+        """A memory op's mask (None: every lane is active)."""
+        return self._optional("mask")
 
     @property
     def other(self) -> Value | None:
-        return self.operand("other")
+        """A masked load's value for masked-off lanes."""
+        return self._optional("other")
 
     @property
     def value(self) -> Value:
@@ -300,7 +306,7 @@ class Op:
 
     @property
     def masked(self) -> bool:
-        return self.operand("mask") is not None
+        return self.mask is not None
 
     @property
     def tensor(self) -> str:

@@ -43,7 +43,6 @@ from dsl.frontend import (
     build_ir,
 )
 from dsl.ir import Function, Param
-from dsl.opdefs import Effect
 from dsl.options import Options
 from dsl.passes import optimize
 from dsl.targets import DEFAULT_PROGRAMS, get_target
@@ -326,7 +325,7 @@ class JITFunction(InlinableKernel):
         meta = {name: spec.value for name, spec in binding.specs.items()
                 if isinstance(spec, ConstSpec)}
         grid3 = self.grid(grid, meta)
-        stored = {op.tensor for op in fn.walk() if op.defn.effect is Effect.WRITE}
+        stored = {op.tensor for op in fn.walk() if op.defn.writes_memory}
         tensors: dict[str, BoundTensor] = {}
         for name, value in binding.values.items():
             if isinstance(value, DeviceTensorView):

@@ -455,3 +455,69 @@ def dot(input: Any, other: Any, acc: Any = None, input_precision: Any = None,  #
     and compiled-CPU mode agree bit for bit. ``input_precision`` is accepted; the
     interpreter always computes IEEE fp32 products."""
     raise _outside("dot")
+
+
+# ----------------------------------------------------------------------------- atomics
+# Triton spells these on pointers (``atomic_add(ptr, val, mask)``); in the logical view
+# model a tensor and an index name the element. Each returns the old values (0 where
+# masked off). The interpreter gives a defined result when lanes and programs
+# collide: as if applied one at a time, in program order (grid x fastest), then lane
+# order (row-major), loop iterations one after another. ``sem`` and ``scope`` are
+# passed to the generated Triton.
+
+
+@builtin
+def atomic_add(tensor: Any, index: Any, val: Any, mask: Any = None, sem: Any = None,
+               scope: Any = None) -> Any:
+    """Atomically add ``val``; returns the old values."""
+    raise _outside("atomic_add")
+
+
+@builtin
+def atomic_max(tensor: Any, index: Any, val: Any, mask: Any = None, sem: Any = None,
+               scope: Any = None) -> Any:
+    """Atomically keep the larger value (a NaN is ignored); returns the old values."""
+    raise _outside("atomic_max")
+
+
+@builtin
+def atomic_min(tensor: Any, index: Any, val: Any, mask: Any = None, sem: Any = None,
+               scope: Any = None) -> Any:
+    """Atomically keep the smaller value (a NaN is ignored); returns the old values."""
+    raise _outside("atomic_min")
+
+
+@builtin
+def atomic_xchg(tensor: Any, index: Any, val: Any, mask: Any = None, sem: Any = None,
+                scope: Any = None) -> Any:
+    """Atomically replace with ``val``; returns the old values."""
+    raise _outside("atomic_xchg")
+
+
+@builtin
+def atomic_and(tensor: Any, index: Any, val: Any, mask: Any = None, sem: Any = None,
+               scope: Any = None) -> Any:
+    """Atomic bitwise and (integer tensors); returns the old values."""
+    raise _outside("atomic_and")
+
+
+@builtin
+def atomic_or(tensor: Any, index: Any, val: Any, mask: Any = None, sem: Any = None,
+              scope: Any = None) -> Any:
+    """Atomic bitwise or (integer tensors); returns the old values."""
+    raise _outside("atomic_or")
+
+
+@builtin
+def atomic_xor(tensor: Any, index: Any, val: Any, mask: Any = None, sem: Any = None,
+               scope: Any = None) -> Any:
+    """Atomic bitwise xor (integer tensors); returns the old values."""
+    raise _outside("atomic_xor")
+
+
+@builtin
+def atomic_cas(tensor: Any, index: Any, cmp: Any, val: Any, sem: Any = None,
+               scope: Any = None) -> Any:
+    """Atomic compare-and-swap: write ``val`` where the old value equals ``cmp``;
+    returns the old values."""
+    raise _outside("atomic_cas")

@@ -178,6 +178,61 @@ def bitcast_array(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.ascontiguousarray(x).view(dtype)
 
 
+# ----------------------------------------------------------------------------- atomics
+
+
+def _atomic_combine(op: str, old: np.ndarray, value: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        if op == "add":
+            return old + value
+        if op == "max":
+            return np.fmax(old, value)
+        if op == "min":
+            return np.fmin(old, value)
+        if op == "xchg":
+            return value
+        if op == "and":
+            return old & value
+        if op == "or":
+            return old | value
+        if op == "xor":
+            return old ^ value
+    raise ValueError(f"unknown atomic operation {op!r}")
+
+
+def apply_atomics(read: Callable[[np.ndarray], np.ndarray],
+                  write: Callable[[np.ndarray, np.ndarray], None], addresses: np.ndarray,
+                  values: np.ndarray, op: str, compare: np.ndarray | None = None
+                  ) -> np.ndarray:
+    """Apply atomic ``op`` (or compare-and-swap when ``compare`` is given) at flat
+    ``addresses`` one lane at a time, in the order the lanes are listed, and return
+    each lane's old value. Lanes are applied in rounds: round r holds the r-th lane
+    of every address, so each round touches distinct addresses and is one vectorized
+    read and write, and two lanes of one address always apply in list order."""
+    count = addresses.shape[0]
+    old = np.empty_like(values)
+    if count == 0:
+        return old
+    order = np.argsort(addresses, kind="stable")
+    ordered = addresses[order]
+    first = np.ones(count, bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    group_start = np.maximum.accumulate(np.where(first, np.arange(count), 0))
+    rank = np.empty(count, np.int64)
+    rank[order] = np.arange(count) - group_start
+    for level in range(int(rank.max()) + 1):
+        lanes = np.nonzero(rank == level)[0]
+        where = addresses[lanes]
+        current = read(where)
+        old[lanes] = current
+        if compare is None:
+            new = _atomic_combine(op, current, values[lanes])
+        else:
+            new = np.where(current == compare[lanes], values[lanes], current)
+        write(where, new.astype(values.dtype, copy=False))
+    return old
+
+
 # ----------------------------------------------------------------------------- matrix product
 
 

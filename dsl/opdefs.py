@@ -9,7 +9,7 @@ other. A record says everything the compiler knows about its kind:
   ``op.masked``-style facts from it, so no pass reads an operand by position.
 - ``effect``: ``PURE`` (may be folded, deduplicated, deleted when unused), ``READ``
   (reads tensor memory: deletable when unused, never merged), ``WRITE`` (stores),
-  ``CONTROL`` (loops and terminators).
+  ``UPDATE`` (atomics: read and write), ``CONTROL`` (loops and terminators).
 - ``check``: the typing rule, as the invariant the verifier enforces on every op
   of the kind (result dtype and shape from the operands and attributes).
 - ``index_roles``: the operands that decide *where* the op touches memory, or how
@@ -54,6 +54,7 @@ class Effect(enum.Enum):
     PURE = "pure"
     READ = "read"
     WRITE = "write"
+    UPDATE = "update"  # read-modify-write (atomics): reads and writes tensor memory
     CONTROL = "control"
 
 
@@ -199,6 +200,14 @@ class OpDef:
     @property
     def is_pure(self) -> bool:
         return self.effect is Effect.PURE
+
+    @property
+    def reads_memory(self) -> bool:
+        return self.effect in (Effect.READ, Effect.UPDATE)
+
+    @property
+    def writes_memory(self) -> bool:
+        return self.effect in (Effect.WRITE, Effect.UPDATE)
 
     @property
     def removable(self) -> bool:
@@ -424,6 +433,23 @@ def _check_store(op: Op) -> str | None:
     return _check_access(op, op.value)
 
 
+ATOMIC_OPS = ("add", "max", "min", "xchg", "and", "or", "xor")
+
+
+def _check_atomic(op: Op) -> str | None:
+    problem = _check_access(op, op.value) or _check_access(op, op.result)
+    if problem is None and op.attrs["op"] not in ATOMIC_OPS:
+        return f"unknown atomic operation {op.attrs['op']!r}"
+    return problem
+
+
+def _check_atomic_cas(op: Op) -> str | None:
+    problem = _check_access(op, op.value) or _check_access(op, op.result)
+    if problem is None and op.require("compare").type != op.value.type:
+        return "compare and value types differ"
+    return problem
+
+
 def _check_for(op: Op) -> str | None:
     body = op.regions[0]
     bounds = {o.dtype for o in (op.start, op.end, op.step)} | {body.args[0].dtype}
@@ -622,6 +648,15 @@ _STRUCTURAL = [
     OpDef("store", Signature.parse("view index offset value [mask]"), Effect.WRITE,
           _check_store, "write value at the physical offset where mask holds",
           results=0, labelled=True, index_roles=("index", "mask")),
+    OpDef("atomic", Signature.parse("view index offset value [mask]"), Effect.UPDATE,
+          _check_atomic, "read-modify-write attrs['op'] at the offset where mask holds; the "
+          "result is the old value (0 where masked off); lanes apply one at a time in "
+          "program, then lane order (numerics.apply_atomic)", attrs=("op", "sem", "scope"),
+          labelled=True, index_roles=("index", "mask")),
+    OpDef("atomic_cas", Signature.parse("view index offset compare value"), Effect.UPDATE,
+          _check_atomic_cas, "compare-and-swap: write value where the old value equals "
+          "compare; the result is the old value", attrs=("sem", "scope"), labelled=True,
+          index_roles=("index",)),
     OpDef("for", Signature.parse("start end step *inits"), Effect.CONTROL, _check_for,
           "loop over range(start, end, step) carrying values (body arguments: the "
           "induction variable, then the carried values)", results=-1, regions=1,

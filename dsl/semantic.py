@@ -688,3 +688,52 @@ def scan(b: Builder, combine: str, x: Operand, axis: Any, reverse: bool) -> Valu
         v = cast(b, v, dt.float32)
     return b.emit("scan", [v], [v.type],
                   attrs={"combine": combine, "axis": ax, "reverse": bool(reverse)}).result
+
+
+# ----------------------------------------------------------------------------- atomics
+
+_SEMS = (None, "acquire", "release", "acq_rel", "relaxed")
+_SCOPES = (None, "gpu", "cta", "sys")
+
+
+def _memory_semantics(b: Builder, what: str, sem: Any, scope: Any) -> dict[str, Any]:
+    if sem not in _SEMS:
+        raise b.error(f"{what}() sem {sem!r} is not one of acquire, release, acq_rel, relaxed")
+    if scope not in _SCOPES:
+        raise b.error(f"{what}() scope {scope!r} is not one of gpu, cta, sys")
+    return {"sem": sem, "scope": scope}
+
+
+def _atomic_operands(b: Builder, what: str, view: ViewArg, index: Operand, value: Operand,
+                     mask: Operand | None) -> tuple[Value, Value, Value, Value | None]:
+    idx = _index_value(b, index)
+    val = as_value(b, value, view.dtype)
+    shape = broadcast_shapes(b, idx.shape, val.shape, what)
+    idx, val = broadcast_to(b, idx, shape), broadcast_to(b, val, shape)
+    return idx, derive_offset(b, view, idx), val, _mask_value(b, mask, shape)
+
+
+def atomic(b: Builder, op: str, view: ViewArg, index: Operand, value: Operand,
+           mask: Operand | None, sem: Any, scope: Any) -> Value:
+    """``atomic_<op>`` at logical ``index``: returns the old values (0 where masked
+    off); colliding lanes apply one at a time, in program then lane order."""
+    what = f"atomic_{op}"
+    if op in ("and", "or", "xor") and not (view.dtype.is_int and not view.dtype.is_bool):
+        raise b.error(f"{what}() needs an integer tensor, got {view.dtype.name}")
+    if view.dtype.is_bool and op != "xchg":
+        raise b.error(f"{what}() does not accept an int1 tensor")
+    attrs = {"op": op, **_memory_semantics(b, what, sem, scope)}
+    idx, offset, val, m = _atomic_operands(b, what, view, index, value, mask)
+    operands = [view.value, idx, offset, val] + ([m] if m is not None else [])
+    return b.emit("atomic", operands, [Type(view.dtype, idx.shape)], attrs=attrs).result
+
+
+def atomic_cas(b: Builder, view: ViewArg, index: Operand, compare: Operand, value: Operand,
+               sem: Any, scope: Any) -> Value:
+    """Compare-and-swap at logical ``index``: write ``value`` where the old value equals
+    ``compare``; returns the old values."""
+    attrs = _memory_semantics(b, "atomic_cas", sem, scope)
+    idx, offset, val, _ = _atomic_operands(b, "atomic_cas", view, index, value, None)
+    cmp = broadcast_to(b, as_value(b, compare, view.dtype), idx.shape)
+    return b.emit("atomic_cas", [view.value, idx, offset, cmp, val],
+                  [Type(view.dtype, idx.shape)], attrs=attrs).result

@@ -373,6 +373,27 @@ def compile_hfusion_route(generated: GeneratedKernel, root: Path | None = None,
 
 _LOADED: dict[tuple, CPUKernel] = {}
 
+# Op kinds triton-ascend 3.2.0's CPU route compiles wrongly (measured here): kernels
+# that use them are refused with the reason (compiled-CPU mode's handler table for
+# kinds it cannot check; every other kind runs through the Triton code generator).
+MISCOMPILED_KINDS = {
+    "atomic": "its atomics compile to plain loads and stores (a mask on computed "
+              "addresses is dropped, and nothing is atomic across programs)",
+    "atomic_cas": "its atomic_cas compiles to plain loads and stores and returns the new "
+                  "value instead of the old one",
+}
+
+
+def refuse_miscompiled(launch: Launch) -> None:
+    """CompiledCPUError naming the first op the CPU route would compile wrongly."""
+    for op in launch.function.walk():
+        reason = MISCOMPILED_KINDS.get(op.kind)
+        if reason is not None:
+            raise CompiledCPUError(
+                f"compiled-CPU mode cannot check {launch.function.name} (line {op.loc.line}): "
+                f"triton-ascend 3.2.0's CPU lowering of {op.kind} is wrong -- {reason}; "
+                "run it in the interpreter")
+
 
 def run(launch: Launch, options: Options | None = None, route: int = 1) -> None:
     """Execute a prepared launch with the kernel compiled for the CPU.
@@ -381,6 +402,7 @@ def run(launch: Launch, options: Options | None = None, route: int = 1) -> None:
     refused before the compiled code touches memory; kernels whose indices depend on
     loaded data cannot be checked ahead and run unchecked."""
     options = options or Options.from_env()
+    refuse_miscompiled(launch)
     checker = Interpreter(launch, options)
     checker.prove_in_bounds()
     generated = generate(launch.function)

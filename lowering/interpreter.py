@@ -47,9 +47,9 @@ import numpy as np
 from dsl import philox
 from dsl.errors import DSLRuntimeError
 from dsl.ir import Block, Function, Op, Value, walk_block
-from dsl.numerics import arg_fold, bitcast_array, cast_array, scan_in_order
+from dsl.numerics import apply_atomics, arg_fold, bitcast_array, cast_array, scan_in_order
 from dsl.numerics import dot as dot_product
-from dsl.opdefs import COMBINES, OPS, Effect
+from dsl.opdefs import COMBINES, OPS
 from dsl.options import Options
 from lowering import workers
 from lowering.buffers import scratch
@@ -507,6 +507,37 @@ class Interpreter:
         shape = (rows,) + op.value.shape
         self.journal.store(tensor.buffer, offset, materialize(value), mask, shape)
 
+    def _atomic(self, op: Op, frame: Frame, compare: Value | None) -> None:
+        """Atomics: lanes apply one at a time in row (program) order, then lane order;
+        masked-off lanes return 0 and touch nothing (``numerics.apply_atomics``)."""
+        tensor: BoundTensor = frame.get(op.view)
+        index = frame.get(op.index)
+        mask = frame.get(op.mask) if op.mask is not None else None
+        check_bounds(self._site(op), index, mask, frame.pid)
+        if self.checking:
+            self.store_runs_provable = False  # programs interact: never in parallel
+            return
+        shape = (frame.size,) + op.value.shape
+        offsets = np.broadcast_to(materialize(frame.get(op.offset)), shape).reshape(-1)
+        values = np.broadcast_to(materialize(frame.get(op.value)), shape).reshape(-1)
+        active = np.ones(offsets.shape, bool) if mask is None else \
+            np.broadcast_to(materialize(mask), shape).reshape(-1)
+        cmp = None if compare is None else \
+            np.broadcast_to(materialize(frame.get(compare)), shape).reshape(-1)[active]
+        buffer = tensor.buffer
+        old = np.zeros(offsets.shape, buffer.dtype)
+        old[active] = apply_atomics(
+            lambda where: buffer[where], lambda where, new: self.journal.update(
+                buffer, where, new), offsets[active].astype(np.int64), values[active],
+            op.attrs.get("op", "cas"), cmp)
+        frame.set(op.result, old.reshape(shape))
+
+    def op_atomic(self, op: Op, frame: Frame) -> None:
+        self._atomic(op, frame, None)
+
+    def op_atomic_cas(self, op: Op, frame: Frame) -> None:
+        self._atomic(op, frame, op.require("compare"))
+
     def _record_store_run(self, op: Op, frame: Frame, index: Any) -> None:
         """Pre-pass: note the logical index range a store covers in this batch, or
         that it is not one range (then chunks do not run in parallel)."""
@@ -603,8 +634,8 @@ def _facts(fn: Function) -> _KernelFacts:
     facts = _FACTS.get(fn)
     if facts is None:
         facts = _KernelFacts(
-            frozenset(op.tensor for op in fn.walk() if op.defn.effect is Effect.READ),
-            frozenset(op.tensor for op in fn.walk() if op.defn.effect is Effect.WRITE),
+            frozenset(op.tensor for op in fn.walk() if op.defn.reads_memory),
+            frozenset(op.tensor for op in fn.walk() if op.defn.writes_memory),
             index_slice(fn), _last_uses(fn.body))
         _FACTS[fn] = facts
     return facts
@@ -683,6 +714,8 @@ HANDLERS: dict[str, Callable[[Interpreter, Op, Frame], None]] = {
     "reduce": Interpreter.op_reduce,
     "load": Interpreter.op_load,
     "store": Interpreter.op_store,
+    "atomic": Interpreter.op_atomic,
+    "atomic_cas": Interpreter.op_atomic_cas,
     "for": Interpreter.op_for,
     "yield": Interpreter.op_yield,
 }

@@ -158,6 +158,12 @@ class StoreJournal:
             self._undo.append((buffer, where, buffer[where].copy()))
         buffer[where] = values
 
+    def update(self, buffer: np.ndarray, where: np.ndarray, values: np.ndarray) -> None:
+        """Write at once (a read-modify-write), logging the old values in undo mode."""
+        if self.mode == "deferred":
+            raise AssertionError("read-modify-write ops never run in deferred mode")
+        self._write(buffer, where, values)
+
     def commit(self) -> None:
         """Write the queued stores in program order (deferred mode)."""
         for buffer, where, values in self._pending:

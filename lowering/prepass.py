@@ -17,7 +17,6 @@ O(tiles), not O(elements), for tile-loop kernels.
 from __future__ import annotations
 
 from dsl.ir import Block, Function, Op, Value
-from dsl.opdefs import Effect
 
 
 def _index_operands(op: Op) -> list[Value]:
@@ -71,7 +70,7 @@ def index_slice(fn: Function) -> set[int] | None:
             need_op(loop)
 
     for op in fn.walk():
-        if op.defn.effect in (Effect.READ, Effect.WRITE):
+        if op.defn.reads_memory or op.defn.writes_memory:
             need_op(op)
 
     seen: set[int] = set()
@@ -82,7 +81,7 @@ def index_slice(fn: Function) -> set[int] | None:
         seen.add(v.uid)
         if v.owner is not None:
             op = v.owner
-            if op.defn.effect is Effect.READ:
+            if op.defn.reads_memory:
                 return None  # a data-dependent index: cannot be proved ahead
             if op.regions:  # a loop result: the loop carries all its values
                 carry_all(op)

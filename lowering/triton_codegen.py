@@ -280,6 +280,22 @@ class _Emitter:
         mask = f", mask={self.name(op.mask)}" if op.mask is not None else ""
         self.emit(f"tl.store({address}, {self.name(op.value)}{mask})", indent, op.loc)
 
+    def _memory_semantics(self, op: Op) -> str:
+        return "".join(f", {key}={op.attrs[key]!r}" for key in ("sem", "scope")
+                       if op.attrs.get(key) is not None)
+
+    def op_atomic(self, op: Op, indent: int) -> None:
+        address, _ = self._address(op)
+        mask = f", mask={self.name(op.mask)}" if op.mask is not None else ""
+        self.emit(f"{self.define(op.result)} = tl.atomic_{op.attrs['op']}({address}, "
+                  f"{self.name(op.value)}{mask}{self._memory_semantics(op)})", indent, op.loc)
+
+    def op_atomic_cas(self, op: Op, indent: int) -> None:
+        address, _ = self._address(op)
+        self.emit(f"{self.define(op.result)} = tl.atomic_cas({address}, "
+                  f"{self.name(op.require('compare'))}, {self.name(op.value)}"
+                  f"{self._memory_semantics(op)})", indent, op.loc)
+
     def op_for(self, op: Op, indent: int) -> None:
         body = op.body
         lo, hi, step = (self.name(v) for v in (op.start, op.end, op.step))
@@ -339,6 +355,8 @@ EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
     "reduce": _Emitter.op_reduce,
     "load": _Emitter.op_load,
     "store": _Emitter.op_store,
+    "atomic": _Emitter.op_atomic,
+    "atomic_cas": _Emitter.op_atomic_cas,
     "for": _Emitter.op_for,
     "yield": _Emitter.op_yield,
 }

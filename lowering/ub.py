@@ -156,6 +156,8 @@ UB_RULES: dict[str, Rule] = {
     "flip": _tile,
     "load": _load,
     "store": _store,
+    "atomic": _load,
+    "atomic_cas": _load,
     "for": _tile,
     "yield": _free,
 }

@@ -349,12 +349,15 @@ def _lowering_cases():
     cases["reductions"] = (reductions, [f32, dsl.tensor_spec("int32")] + [dsl.tensor_spec(t) for t in (
         "int32", "int32", "float32", "int32", "int32", "float32", "float32", "float32")],
         {"R": 8, "C": 32})
+    i32 = dsl.tensor_spec("int32")
+    cases["histogram"] = (histogram, [i32, i32, i32, 4096], {"NBINS": 64, "BLOCK": 256})
+    cases["atomics"] = (atomic_mix, [f32, i32, f32, i32, i32, 64], {"BLOCK": 64})
     return cases
 
 
 LOWERING_NAMES = [f"bits_{t}" for t in ("int8", "uint16", "int32", "uint64")] + [
     "bitcast", "hash", *(f"math_{name}" for name in UNARY_MATH), "multi_math", "integer_math",
-    "shapes", "random", "reductions"]
+    "shapes", "random", "reductions", "histogram", "atomics"]
 
 
 @pytest.mark.parametrize("name", LOWERING_NAMES)
@@ -700,3 +703,114 @@ def test_scans_are_refused_by_compiled_cpu_mode_with_the_reason(cpu_toolchain): 
     args, kwargs, _ = _reduction_case()
     with pytest.raises(cpu.CompiledCPUError, match="library call\\(s\\) triton_cum"):
         reductions.launch(*args, grid=(1,), backend="compiled-cpu", **kwargs)
+
+
+# ----------------------------------------------------------------------------- atomics
+
+
+@dsl.jit
+def histogram(data, bins, old, n, NBINS: dsl.constexpr, BLOCK: dsl.constexpr):
+    for start in dsl.tile_range(0, n, BLOCK):
+        idx = start + dsl.arange(0, BLOCK)
+        m = idx < n
+        v = dsl.load(data, idx, m)
+        dsl.store(old, idx, dsl.atomic_add(bins, v % NBINS, 1, m), m)
+
+
+def test_histogram_with_atomic_add_counts_every_collision():
+    rng = np.random.default_rng(12)
+    data = rng.integers(0, 1000, 5000).astype(np.int32)
+    bins, old = np.zeros(64, np.int32), np.full(5000, -1, np.int32)
+    histogram[(7,)](data, bins, old, 5000, NBINS=64, BLOCK=128)
+    np.testing.assert_array_equal(bins, np.bincount(data % 64, minlength=64))
+    # the stated order: programs of one tile step in grid order, then lanes in order
+    order = np.concatenate([np.arange(s, min(s + 128, 5000)) for step in range(0, 5000, 7 * 128)
+                            for s in range(step, min(step + 7 * 128, 5000), 128)])
+    seen = np.zeros(64, np.int32)
+    expected = np.empty(5000, np.int32)
+    for i in order:
+        expected[i] = seen[data[i] % 64]
+        seen[data[i] % 64] += 1
+    np.testing.assert_array_equal(old, expected)
+
+
+@dsl.jit
+def atomic_mix(acc, flags, out_old, out_cas, idx_src, n, BLOCK: dsl.constexpr):
+    i = dsl.arange(0, BLOCK)
+    m = i < n
+    where = dsl.load(idx_src, i, m)
+    vals = (i + 1).to(dsl.float32)
+    dsl.store(out_old, i, dsl.atomic_max(acc, where, vals, m), m)
+    dsl.atomic_min(acc, where + 8, vals, m & (i % 3 == 0))
+    dsl.atomic_xchg(acc, where + 16, vals, m)
+    dsl.atomic_or(flags, where, 1 << (i % 31), m)
+    dsl.atomic_xor(flags, where + 8, i, m)
+    dsl.atomic_and(flags, where + 16, ~(1 << (i % 5)), m, sem="acq_rel", scope="gpu")
+    dsl.store(out_cas, i, dsl.atomic_cas(flags, where + 24, 0, i + 100), m)
+
+
+def test_atomics_apply_one_lane_at_a_time_in_lane_order():
+    n = 40
+    src = (np.arange(n) % 8).astype(np.int32)
+    acc, flags = np.zeros(24, np.float32), np.zeros(32, np.int32)
+    acc[8:16] = 1000.0
+    old, cas = np.zeros(n, np.float32), np.zeros(n, np.int32)
+    atomic_mix[(1,)](acc, flags, old, cas, src, n, BLOCK=64)
+    ref_acc = np.zeros(24, np.float32)
+    ref_acc[8:16] = 1000.0
+    ref_flags = np.zeros(32, np.int32)
+    ref_old, ref_cas = np.zeros(n, np.float32), np.zeros(n, np.int32)
+    for i in range(n):  # each statement in lane order, as stated
+        ref_old[i] = ref_acc[src[i]]
+        ref_acc[src[i]] = max(ref_acc[src[i]], i + 1)
+    for i in range(0, n, 3):
+        ref_acc[src[i] + 8] = min(ref_acc[src[i] + 8], i + 1)
+    for i in range(n):
+        ref_acc[src[i] + 16] = i + 1
+    for i in range(n):
+        ref_flags[src[i]] |= 1 << (i % 31)
+    for i in range(n):
+        ref_flags[src[i] + 8] ^= i
+    for i in range(n):
+        ref_flags[src[i] + 16] &= ~(1 << (i % 5))
+    for i in range(n):
+        ref_cas[i] = ref_flags[src[i] + 24]
+        if ref_cas[i] == 0:
+            ref_flags[src[i] + 24] = i + 100
+    np.testing.assert_array_equal(acc, ref_acc)
+    np.testing.assert_array_equal(flags, ref_flags)
+    np.testing.assert_array_equal(old, ref_old)
+    np.testing.assert_array_equal(cas, ref_cas)
+
+
+def test_atomic_out_of_bounds_writes_nothing():
+    bins, old = np.zeros(64, np.int32), np.full(10, -1, np.int32)
+    data = np.arange(10, dtype=np.int32) * 10  # 90 % 100 = 90 >= 64
+    with pytest.raises(dsl.OutOfBoundsError, match="tensor 'bins' has 64 elements"):
+        histogram[(1,)](data, bins, old, 10, NBINS=100, BLOCK=16)
+    assert not bins.any() and (old == -1).all()
+
+
+def test_atomics_are_refused_by_compiled_cpu_mode_with_the_reason(cpu_toolchain):  # noqa: F811
+    from lowering import cpu
+
+    data = np.arange(100, dtype=np.int32)
+    with pytest.raises(cpu.CompiledCPUError, match="CPU lowering of atomic is wrong"):
+        histogram.launch(data, np.zeros(64, np.int32), np.zeros(100, np.int32), 100, NBINS=64,
+                         BLOCK=128, grid=(1,), backend="compiled-cpu")
+
+
+def test_atomic_misuse_is_an_error_at_the_line():
+    @dsl.jit
+    def bad(x):
+        dsl.atomic_or(x, dsl.arange(0, 8), 1.0)
+
+    with pytest.raises(dsl.DSLCompileError, match="atomic_or\\(\\) needs an integer tensor"):
+        bad(np.zeros(8, np.float32))
+
+    @dsl.jit
+    def bad_sem(x):
+        dsl.atomic_add(x, dsl.arange(0, 8), 1, sem="strong")
+
+    with pytest.raises(dsl.DSLCompileError, match="sem 'strong'"):
+        bad_sem(np.zeros(8, np.int32))
