@@ -200,6 +200,10 @@ class _Return(Exception):
         self.value = value
 
 
+def _returns(stmts: list[ast.stmt]) -> bool:
+    return bool(stmts) and isinstance(stmts[-1], ast.Return)
+
+
 def _is_value(x: Any) -> bool:
     return isinstance(x, Value)
 
@@ -235,6 +239,12 @@ class _Visitor:
                     raise self.error(stmt, "statements after 'return' are not supported")
                 self.at(stmt)
                 raise _Return(self.expr(stmt.value) if stmt.value is not None else None)
+            if isinstance(stmt, ast.If):
+                # the if compiles the statements after it too: a branch that returns
+                # early takes them into the other branch
+                self.at(stmt)
+                self.stmt_If(stmt, rest=stmts[i + 1:])
+                return
             self.stmt(stmt)
 
     def stmt(self, node: ast.stmt) -> None:
@@ -281,12 +291,125 @@ class _Visitor:
         else:
             raise self.error(target, "only names can be assigned (no subscripts or attributes)")
 
-    def stmt_If(self, node: ast.If) -> None:
+    def stmt_If(self, node: ast.If, rest: list[ast.stmt] | None = None) -> None:
         cond = self.expr(node.test)
-        if _is_value(cond) or isinstance(cond, ViewArg):
-            raise self.error(node.test, "'if' needs a constexpr condition; use dsl.where() "
-                                        "or a mask for a runtime condition")
-        self.run_body(node.body if cond else node.orelse)
+        if isinstance(cond, ViewArg):
+            raise self.error(node.test, "a tensor argument is not a condition")
+        if not _is_value(cond):  # constexpr: only the taken branch is compiled
+            self.run_body(node.body if cond else node.orelse)  # a return ends it here
+            self.run_body(rest or [])
+            return
+        self.runtime_if(node, cond, rest or [])
+
+    def runtime_if(self, node: ast.If, cond: Value, rest: list[ast.stmt]) -> None:
+        """``if`` on a runtime scalar: both branches become regions of an ``if`` op whose
+        results are the names either branch assigns. A branch ending in ``return``
+        takes the statements after the ``if`` into the other branch."""
+        if cond.shape:
+            raise self.error(node.test, "'if' needs a scalar condition; use dsl.where() or a "
+                                        "mask for a block")
+        cond = sem.cast(self.b, cond, dt.int1) if not cond.dtype.is_bool else cond
+        then_stmts, else_stmts = list(node.body), list(node.orelse)
+        if _returns(then_stmts) and _returns(else_stmts):
+            then_stmts, else_stmts = then_stmts[:-1], else_stmts[:-1]
+            rest = []  # unreachable
+        elif _returns(then_stmts):
+            then_stmts, else_stmts, rest = then_stmts[:-1], else_stmts + rest, []
+        elif _returns(else_stmts):
+            then_stmts, else_stmts, rest = then_stmts + rest, else_stmts[:-1], []
+        for branch in (node.body, node.orelse):
+            for stmt in branch[:-1] if _returns(branch) else branch:
+                for inner in ast.walk(stmt):
+                    if isinstance(inner, ast.Return):
+                        raise self.error(inner, "a 'return' under a runtime 'if' must be the "
+                                                "last statement of its branch")
+        for branch in (node.body, node.orelse):
+            if _returns(branch) and branch[-1].value is not None:  # type: ignore[attr-defined]
+                raise self.error(branch[-1], "a 'return' under a runtime 'if' cannot return "
+                                             "a value")
+        outer = dict(self.scope)
+        blocks, scopes = [], []
+        for stmts in (then_stmts, else_stmts):
+            block = Block()
+            self.scope.clear()
+            self.scope.update(outer)
+            self.b.blocks.append(block)
+            self.run_body(stmts)
+            self.b.blocks.pop()
+            blocks.append(block)
+            scopes.append(dict(self.scope))
+        assigned = _assigned_names(then_stmts + else_stmts)
+        names = [n for n in sorted(assigned) if all(
+            n in s and (_is_value(s[n]) or sem.is_pyscalar(s[n])) for s in scopes)
+            and not all(s[n] is outer.get(n) for s in scopes)]
+        merged = []
+        for n in names:
+            values = [s[n] for s in scopes]
+            typed = [v for v in values if _is_value(v)]
+            dtype = typed[0].dtype if typed else None
+            values = [sem.as_value(self.b, v, dtype) if not _is_value(v) else v for v in values]
+            if values[0].type != values[1].type:
+                raise self.error(node, f"'{n}' is {values[0].type} in one branch and "
+                                       f"{values[1].type} in the other; give both one type")
+            merged.append(values)
+        self.at(node)
+        for block, i in zip(blocks, (0, 1)):
+            self.b.blocks.append(block)
+            self.b.emit("yield", [vals[i] for vals in merged], [])
+            self.b.blocks.pop()
+        op = self.b.emit("if", [cond], [vals[0].type for vals in merged], regions=blocks)
+        self.scope.clear()
+        self.scope.update(outer)
+        for n, result in zip(names, op.results):
+            self.scope[n] = result
+        self.run_body(rest)
+
+    def stmt_While(self, node: ast.While) -> None:
+        """``while`` on a runtime condition: the names the body assigns are carried; the
+        condition is a region evaluated on them before each iteration."""
+        if node.orelse:
+            raise self.error(node, "while ... else is not supported")
+        assigned = _assigned_names(node.body)
+        carried = [n for n in sorted(assigned) if n in self.scope and
+                   (_is_value(self.scope[n]) or sem.is_pyscalar(self.scope[n]))]
+        inits = [sem.as_value(self.b, self.scope[n]) for n in carried]
+        outer = dict(self.scope)
+        regions = []
+        for part in ("condition", "body"):
+            block = Block([Value(v.type, name=n) for n, v in zip(carried, inits)])
+            self.scope.clear()
+            self.scope.update(outer)
+            self.scope.update(zip(carried, block.args))
+            self.b.blocks.append(block)
+            if part == "condition":
+                cond = self.expr(node.test)
+                if not _is_value(cond):
+                    raise self.error(node.test, "'while' needs a runtime condition (a loop over "
+                                                "constexprs is dsl.static_range)")
+                if cond.shape:
+                    raise self.error(node.test, "'while' needs a scalar condition")
+                self.at(node)
+                yielded = [sem.cast(self.b, cond, dt.int1)]
+            else:
+                self.run_body(node.body)
+                yielded = []
+                for n, init in zip(carried, inits):
+                    new = self.scope[n]
+                    new = sem.as_value(self.b, new, init.dtype) if not _is_value(new) else new
+                    if new.type != init.type:
+                        raise self.error(node, f"loop-carried variable '{n}' is {init.type} "
+                                               f"before the loop but {new.type} after an "
+                                               "iteration; give it its final type first")
+                    yielded.append(new)
+                self.at(node)
+            self.b.emit("yield", yielded, [])
+            self.b.blocks.pop()
+            regions.append(block)
+        op = self.b.emit("while", inits, [v.type for v in inits], regions=regions)
+        self.scope.clear()
+        self.scope.update(outer)
+        for n, result in zip(carried, op.results):
+            self.scope[n] = result
 
     def stmt_For(self, node: ast.For) -> None:
         if node.orelse:

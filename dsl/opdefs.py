@@ -187,6 +187,7 @@ class OpDef:
     results: int = 1
     regions: int = 0
     terminator: bool = False
+    conditional_loop: bool = False  # runs until a region's condition fails (while)
     constant: bool = False  # the result is attrs["value"]
     labelled: bool = False  # the IR printer names operands by role
     lanewise: bool = False
@@ -465,6 +466,37 @@ def _check_for(op: Op) -> str | None:
     return None
 
 
+def _yielded(block: Any) -> list[Any] | None:
+    last = block.ops[-1] if block.ops else None
+    return [o.type for o in last.operands] if last is not None and last.defn.terminator \
+        else None
+
+
+def _check_if(op: Op) -> str | None:
+    cond = op.require("condition")
+    if cond.shape or not cond.dtype.is_bool:
+        return "the condition must be an int1 scalar"
+    types = [r.type for r in op.results]
+    if any(_yielded(region) != types for region in op.regions):
+        return "both branches must end in a yield of the result types"
+    return None
+
+
+def _check_while(op: Op) -> str | None:
+    condition, body = op.regions
+    carried = [o.type for o in op.inits]
+    if [a.type for a in condition.args] != carried or [a.type for a in body.args] != carried \
+            or [r.type for r in op.results] != carried:
+        return "carried types differ"
+    yielded = _yielded(condition)
+    if yielded is None or len(yielded) != 1 or yielded[0].shape or \
+            not yielded[0].dtype.is_bool:
+        return "the condition region must yield one int1 scalar"
+    if _yielded(body) != carried:
+        return "the body must yield the carried types"
+    return None
+
+
 def _no_check(op: Op) -> str | None:
     return None
 
@@ -661,6 +693,13 @@ _STRUCTURAL = [
           "loop over range(start, end, step) carrying values (body arguments: the "
           "induction variable, then the carried values)", results=-1, regions=1,
           labelled=True, index_roles=("start", "end", "step")),
+    OpDef("if", Signature(("condition",)), Effect.CONTROL, _check_if,
+          "run the first region where the int1 scalar condition holds, else the second; "
+          "each yields the results", results=-1, regions=2),
+    OpDef("while", Signature.parse("*inits"), Effect.CONTROL, _check_while,
+          "repeat: the first region yields the condition from the carried values; while "
+          "it holds the second (the body) yields the next carried values", results=-1,
+          regions=2, conditional_loop=True, index_roles=None),
     OpDef("yield", Signature.parse("*values"), Effect.CONTROL, _no_check,
           "end of a loop body: the carried values for the next iteration", results=0,
           terminator=True),

@@ -384,14 +384,26 @@ MISCOMPILED_KINDS = {
 }
 
 
+# Kinds the CPU route lowers only in some forms: the reason when ``op`` is not one.
+UNLOWERABLE_FORMS = {
+    "if": lambda op: "its CPU pipeline cannot lower an if whose branches yield a block "
+                     "(a memref reaches llvm.cond_br); yield scalars, or select with where"
+                     if any(r.shape for r in op.results) else None,
+}
+
+
 def refuse_miscompiled(launch: Launch) -> None:
-    """CompiledCPUError naming the first op the CPU route would compile wrongly."""
+    """CompiledCPUError naming the first op the CPU route would compile wrongly or
+    cannot lower."""
     for op in launch.function.walk():
         reason = MISCOMPILED_KINDS.get(op.kind)
+        form = UNLOWERABLE_FORMS.get(op.kind)
+        if reason is None and form is not None:
+            reason = form(op)
         if reason is not None:
             raise CompiledCPUError(
                 f"compiled-CPU mode cannot check {launch.function.name} (line {op.loc.line}): "
-                f"triton-ascend 3.2.0's CPU lowering of {op.kind} is wrong -- {reason}; "
+                f"triton-ascend 3.2.0's CPU lowering of {op.kind} fails -- {reason}; "
                 "run it in the interpreter")
 
 

@@ -564,6 +564,60 @@ class Interpreter:
         else:
             self._for_sequential(op, frame, lo, step, trips, inits, iv_dtype)
 
+    def _subframe(self, frame: Frame, rows: np.ndarray) -> Frame:
+        """A frame over ``rows`` of ``frame`` (the same frame's rows when all)."""
+        if rows.shape[0] == frame.size:
+            return Frame(frame, None, frame.pid)
+        return Frame(frame, rows, frame.pid[rows])
+
+    def _row_flags(self, value: Any, frame: Frame) -> np.ndarray:
+        flags = materialize(value).reshape(-1)
+        return np.broadcast_to(flags, (frame.size,)) if flags.shape[0] == 1 else flags
+
+    def op_if(self, op: Op, frame: Frame) -> None:
+        """Each branch runs on the rows whose condition selects it; results merge."""
+        cond = self._row_flags(frame.get(op.require("condition")), frame)
+        merged: list[Any] = [None] * len(op.results)
+        for region, rows in zip(op.regions, (np.nonzero(cond)[0], np.nonzero(~cond)[0])):
+            if rows.shape[0] == 0:
+                continue
+            inner = self._subframe(frame, rows)
+            self.run_block(region, inner)
+            if not op.results or (self.checking and id(region.ops[-1]) not in self.only):
+                continue  # the pre-pass needs no result of this if
+            values = [materialize(inner.get(v)) for v in region.ops[-1].operands]
+            for i, value in enumerate(values):
+                merged[i] = _merge_rows(merged[i], value, rows, frame.size)
+        for result, value in zip(op.results, merged):
+            frame.set(result, value)
+
+    def op_while(self, op: Op, frame: Frame) -> None:
+        """Rows leave the loop when their condition fails; the others run the body."""
+        condition, body = op.regions
+        carried = [materialize(frame.get(v)) for v in op.inits]
+        rows = np.arange(frame.size)
+        while rows.shape[0]:
+            inner = self._subframe(frame, rows)
+            for arg, value in zip(condition.args, carried):
+                inner.set(arg, take_rows(value, rows) if rows.shape[0] != frame.size else value)
+            self.run_block(condition, inner)
+            flags = materialize(inner.get(condition.ops[-1].operands[0])).reshape(-1)
+            rows = rows[np.broadcast_to(flags, rows.shape)]
+            if not rows.shape[0]:
+                break
+            inner = self._subframe(frame, rows)
+            for arg, value in zip(body.args, carried):
+                inner.set(arg, take_rows(value, rows) if rows.shape[0] != frame.size else value)
+            self.run_block(body, inner)
+            new = [materialize(inner.get(v)) for v in body.ops[-1].operands]
+            if rows.shape[0] == frame.size:
+                carried = new
+            else:
+                carried = [_scatter_rows(old, value, rows, frame.size)
+                           for old, value in zip(carried, new)]
+        for result, value in zip(op.results, carried):
+            frame.set(result, value)
+
     def _for_flattened(self, op: Op, frame: Frame, lo: np.ndarray, step: np.ndarray,
                        trips: np.ndarray, iv_dtype: np.dtype) -> None:
         body = op.body
@@ -658,6 +712,18 @@ def _last_uses(block: Block) -> dict[int, frozenset[int]]:
     return dying
 
 
+def _merge_rows(merged: np.ndarray | None, value: np.ndarray, rows: np.ndarray, size: int
+                ) -> np.ndarray:
+    """``value`` (for ``rows``) written into a result for all ``size`` rows."""
+    if merged is None:
+        merged = np.zeros((size,) + value.shape[1:], value.dtype)
+    shape = (size,) + tuple(max(a, b) for a, b in zip(merged.shape[1:], value.shape[1:]))
+    if merged.shape != shape:
+        merged = np.array(np.broadcast_to(merged, shape))
+    merged[rows] = np.broadcast_to(value, (rows.shape[0],) + shape[1:])
+    return merged
+
+
 def _scatter_rows(old: np.ndarray, new: np.ndarray, rows: np.ndarray, size: int) -> np.ndarray:
     shape = (size,) + tuple(max(a, b) for a, b in zip(old.shape[1:], new.shape[1:]))
     out = np.array(np.broadcast_to(old, shape))
@@ -717,6 +783,8 @@ HANDLERS: dict[str, Callable[[Interpreter, Op, Frame], None]] = {
     "atomic": Interpreter.op_atomic,
     "atomic_cas": Interpreter.op_atomic_cas,
     "for": Interpreter.op_for,
+    "if": Interpreter.op_if,
+    "while": Interpreter.op_while,
     "yield": Interpreter.op_yield,
 }
 

@@ -54,18 +54,22 @@ def index_slice(fn: Function) -> set[int] | None:
     needed: set[int] = set()
     work: list[Value] = []
 
-    def carry_all(loop: Op) -> None:
-        """A loop-carried value is needed: carry all of them, for simplicity."""
-        terminator = loop.body.ops[-1]
-        work.extend(loop.inits)
-        work.extend(terminator.operands)
-        needed.add(id(terminator))
+    def carry_all(op: Op) -> None:
+        """A value carried or merged by a region op is needed: carry all of them (the
+        terminators of every region), for simplicity."""
+        work.extend(op.inits)
+        for region in op.regions:
+            terminator = region.ops[-1]
+            work.extend(terminator.operands)
+            needed.add(id(terminator))
 
     def need_op(op: Op) -> None:
         if id(op) in needed:
             return
         needed.add(id(op))
         work.extend(_index_operands(op))
+        if op.defn.conditional_loop:  # how often it runs depends on everything it carries
+            carry_all(op)
         for loop in loops[id(op)]:
             need_op(loop)
 
@@ -89,6 +93,6 @@ def index_slice(fn: Function) -> set[int] | None:
         elif v.uid in block_args:
             loop, position = block_args[v.uid]
             need_op(loop)
-            if position > 0:
+            if position > 0 or loop.defn.conditional_loop:  # not a for's induction variable
                 carry_all(loop)
     return needed

@@ -296,6 +296,41 @@ class _Emitter:
                   f"{self.name(op.require('compare'))}, {self.name(op.value)}"
                   f"{self._memory_semantics(op)})", indent, op.loc)
 
+    def op_if(self, op: Op, indent: int) -> None:
+        names = [self.define(r) for r in op.results]
+        self.emit(f"if {self.name(op.require('condition'))}:", indent, op.loc)
+        for i, region in enumerate(op.regions):
+            if i:
+                self.emit("else:", indent, None)
+            start = len(self.lines)
+            self.block(region, indent + 1)
+            for name, value in zip(names, region.ops[-1].operands):
+                self.emit(f"{name} = {self.name(value)}", indent + 1, region.ops[-1].loc)
+            if len(self.lines) == start:
+                self.emit("pass", indent + 1, None)
+
+    def op_while(self, op: Op, indent: int) -> None:
+        condition, body = op.regions
+        names = []
+        for init, arg in zip(op.inits, body.args):
+            name = self.define(arg)
+            names.append(name)
+            self.emit(f"{name} = {self.name(init)}", indent, op.loc)
+        for arg, name in zip(condition.args, names):
+            self.names[arg.uid] = name
+        flag = f"go{self.counter}"  # the loop condition, a fresh name
+        self.counter += 1
+        self.block(condition, indent)
+        self.emit(f"{flag} = {self.name(condition.ops[-1].operands[0])}", indent, op.loc)
+        self.emit(f"while {flag}:", indent, op.loc)
+        self.block(body, indent + 1)
+        for name, value in zip(names, body.ops[-1].operands):
+            self.emit(f"{name} = {self.name(value)}", indent + 1, body.ops[-1].loc)
+        self.block(condition, indent + 1)  # the condition again, on the new values
+        self.emit(f"{flag} = {self.name(condition.ops[-1].operands[0])}", indent + 1, op.loc)
+        for result, name in zip(op.results, names):
+            self.names[result.uid] = name
+
     def op_for(self, op: Op, indent: int) -> None:
         body = op.body
         lo, hi, step = (self.name(v) for v in (op.start, op.end, op.step))
@@ -358,6 +393,8 @@ EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
     "atomic": _Emitter.op_atomic,
     "atomic_cas": _Emitter.op_atomic_cas,
     "for": _Emitter.op_for,
+    "if": _Emitter.op_if,
+    "while": _Emitter.op_while,
     "yield": _Emitter.op_yield,
 }
 

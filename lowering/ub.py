@@ -159,6 +159,8 @@ UB_RULES: dict[str, Rule] = {
     "atomic": _load,
     "atomic_cas": _load,
     "for": _tile,
+    "if": _tile,
+    "while": _tile,
     "yield": _free,
 }
 

@@ -795,7 +795,7 @@ def test_atomics_are_refused_by_compiled_cpu_mode_with_the_reason(cpu_toolchain)
     from lowering import cpu
 
     data = np.arange(100, dtype=np.int32)
-    with pytest.raises(cpu.CompiledCPUError, match="CPU lowering of atomic is wrong"):
+    with pytest.raises(cpu.CompiledCPUError, match="CPU lowering of atomic fails"):
         histogram.launch(data, np.zeros(64, np.int32), np.zeros(100, np.int32), 100, NBINS=64,
                          BLOCK=128, grid=(1,), backend="compiled-cpu")
 
@@ -814,3 +814,114 @@ def test_atomic_misuse_is_an_error_at_the_line():
 
     with pytest.raises(dsl.DSLCompileError, match="sem 'strong'"):
         bad_sem(np.zeros(8, np.int32))
+
+
+# ----------------------------------------------------------------------------- control flow
+
+
+@dsl.jit
+def control_flow(x, flags, out, out_steps, out_early, n, BLOCK: dsl.constexpr,
+                 BLOCK_IF: dsl.constexpr = True):
+    pid = dsl.program_id(0)
+    i = pid * BLOCK + dsl.arange(0, BLOCK)
+    m = i < n
+    v = dsl.load(x, i, m)
+    f = dsl.load(flags, pid)
+    if BLOCK_IF:  # branches that yield a block
+        if f > 0:
+            scale = 2.0
+            v = v * scale
+        elif f < 0:
+            v = -v
+        else:
+            v = v + 100.0
+    else:  # the same through scalars
+        scale = 1.0
+        shift = 0.0
+        if f > 0:
+            scale = 2.0
+        elif f < 0:
+            scale = -1.0
+        else:
+            shift = 100.0
+        v = v * scale + shift
+    dsl.store(out, i, v, m)
+    steps = 0
+    total = dsl.sum(dsl.abs(v), 0)
+    while total > 1.0:
+        total = total * 0.5
+        steps += 1
+    dsl.store(out_steps, pid, steps)
+    if f == 0:
+        return
+    dsl.store(out_early, i, v * 0.0 + 7.0, m)
+
+
+def _control_case(programs=5, block=16):
+    rng = np.random.default_rng(13)
+    n = programs * block - 3
+    x = rng.standard_normal(n).astype(np.float32)
+    flags = np.array([1, -1, 0, 2, 0][:programs], np.int32)
+    return (x, flags, np.zeros(n, np.float32), np.zeros(programs, np.int32),
+            np.full(n, -1.0, np.float32), n), {"BLOCK": block}, (programs,)
+
+
+@pytest.mark.parametrize("block_if", [True, False])
+def test_runtime_if_while_and_early_return(block_if):
+    args, kwargs, grid = _control_case()
+    kwargs["BLOCK_IF"] = block_if
+    x, flags, out, steps, early, n = args
+    control_flow[grid](*args, **kwargs)
+    block = kwargs["BLOCK"]
+    for p, f in enumerate(flags):
+        sl = slice(p * block, min((p + 1) * block, n))
+        v = x[sl] * np.float32(2) if f > 0 else -x[sl] if f < 0 else x[sl] + np.float32(100)
+        np.testing.assert_array_equal(out[sl], v)
+        count = 0
+        total = np.add.accumulate(np.abs(v), dtype=np.float32)[-1]
+        while total > 1.0:
+            total, count = total * np.float32(0.5), count + 1
+        assert steps[p] == count
+        np.testing.assert_array_equal(early[sl], -1.0 if f == 0 else 7.0)
+
+
+def test_runtime_control_flow_compiled_cpu_bit_exact(cpu_toolchain):  # noqa: F811
+    args, kwargs, grid = _control_case()
+    differential(control_flow, args, dict(kwargs, BLOCK_IF=False), grid=grid)
+
+
+def test_an_if_yielding_a_block_is_refused_by_compiled_cpu_mode(cpu_toolchain):  # noqa: F811
+    from lowering import cpu
+
+    args, kwargs, grid = _control_case()
+    with pytest.raises(cpu.CompiledCPUError, match="cannot lower an if whose branches yield"):
+        control_flow.launch(*args, grid=grid, backend="compiled-cpu", **kwargs)
+
+
+def test_runtime_control_flow_lowers_to_hivm(toolchain):
+    f32, i32 = dsl.tensor_spec("float32"), dsl.tensor_spec("int32")
+    lowered = control_flow.lower(f32, i32, f32, i32, f32, 1000, BLOCK=256)
+    assert "while go" in lowered.triton and lowered.ub_measured_bytes > 0
+
+
+def test_control_flow_misuse_is_an_error_at_the_line():
+    @dsl.jit
+    def block_condition(x, out):
+        i = dsl.arange(0, 8)
+        v = dsl.load(x, i)
+        if v > 0:
+            v = v * 2.0
+        dsl.store(out, i, v)
+
+    with pytest.raises(dsl.DSLCompileError, match="'if' needs a scalar condition"):
+        block_condition(np.zeros(8, np.float32), np.zeros(8, np.float32))
+
+    @dsl.jit
+    def changing_type(x, out):
+        v = dsl.load(x, 0)
+        if v > 0:
+            v = v.to(dsl.float16)
+        dsl.store(out, 0, v)
+
+    with pytest.raises(dsl.DSLCompileError, match="'v' is float16 in one branch and float32"):
+        changing_type(np.zeros(8, np.float32), np.zeros(8, np.float32))
