@@ -140,6 +140,10 @@ class Block:
     args: list[Value] = field(default_factory=list)
     ops: list[Op] = field(default_factory=list)
 
+    def yielded(self) -> tuple[Value, ...]:
+        """The values the region's terminator (its last op, a ``yield``) passes on."""
+        return self.ops[-1].operands if self.ops and self.ops[-1].defn.terminator else ()
+
 
 class Op:
     """One operation of a registered kind (``dsl.opdefs.OPS``).

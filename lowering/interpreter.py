@@ -601,7 +601,8 @@ class Interpreter:
             for arg, value in zip(condition.args, carried):
                 inner.set(arg, take_rows(value, rows) if rows.shape[0] != frame.size else value)
             self.run_block(condition, inner)
-            flags = materialize(inner.get(condition.ops[-1].operands[0])).reshape(-1)
+            (flag,) = condition.yielded()
+            flags = materialize(inner.get(flag)).reshape(-1)
             rows = rows[np.broadcast_to(flags, rows.shape)]
             if not rows.shape[0]:
                 break

@@ -321,13 +321,14 @@ class _Emitter:
         flag = f"go{self.counter}"  # the loop condition, a fresh name
         self.counter += 1
         self.block(condition, indent)
-        self.emit(f"{flag} = {self.name(condition.ops[-1].operands[0])}", indent, op.loc)
+        (go,) = condition.yielded()
+        self.emit(f"{flag} = {self.name(go)}", indent, op.loc)
         self.emit(f"while {flag}:", indent, op.loc)
         self.block(body, indent + 1)
         for name, value in zip(names, body.ops[-1].operands):
             self.emit(f"{name} = {self.name(value)}", indent + 1, body.ops[-1].loc)
         self.block(condition, indent + 1)  # the condition again, on the new values
-        self.emit(f"{flag} = {self.name(condition.ops[-1].operands[0])}", indent + 1, op.loc)
+        self.emit(f"{flag} = {self.name(go)}", indent + 1, op.loc)
         for result, name in zip(op.results, names):
             self.names[result.uid] = name
 

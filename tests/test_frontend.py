@@ -157,10 +157,9 @@ def _line_of(fn_text: str, kernel) -> int:
 
 
 @dsl.jit
-def uses_while(x, n):
-    i = 0
-    while i < n:
-        i = i + 1
+def uses_with(x, n):
+    with open("f"):
+        pass
 
 
 @dsl.jit
@@ -188,8 +187,8 @@ def wrong_builtin_arity(x, out):
 
 
 @dsl.jit
-def runtime_if(x, out, n):
-    if n > 3:
+def block_if(x, out, n):
+    if dsl.arange(0, 4) > n:
         dsl.store(out, dsl.arange(0, 4), 1.0)
 
 
@@ -197,12 +196,13 @@ X4 = np.zeros(4, np.float32)
 
 
 @pytest.mark.parametrize("kernel,args,needle,line_text,message", [
-    (uses_while, (X4, 3), "while i < n:", "while i < n:", "unsupported statement: While"),
+    (uses_with, (X4, 3), "with open", "with open(\"f\"):", "unsupported statement: With"),
     (unknown_name, (X4, X4), "undefined_thing", "undefined_thing + 1", "unknown name 'undefined_thing'"),
     (shape_mismatch, (X4, X4), "a + b", "dsl.store(out, a, a + b)", "incompatible shapes [4] and [8]"),
     (type_mismatch, (X4, X4), "v & 1", "v & 1", "does not accept float32"),
     (wrong_builtin_arity, (X4, X4), "dsl.load(x)", "v = dsl.load(x)", "missing a required argument"),
-    (runtime_if, (X4, X4, 3), "n > 3", "if n > 3:", "constexpr condition"),
+    (block_if, (X4, X4, 3), "dsl.arange(0, 4) > n", "if dsl.arange(0, 4) > n:",
+     "'if' needs a scalar condition"),
 ])
 def test_errors_show_file_line_column_excerpt_and_caret(kernel, args, needle, line_text, message):
     err = _compile_error(kernel, *args)
