@@ -452,6 +452,8 @@ class _Visitor:
         self.at(node.iter)
         pid = sem.program_index(self.b, "program_id", 0)
         nprog = sem.program_index(self.b, "num_programs", 0)
+        if self.b.grid_use == "none":
+            self.b.grid_use = "tiled"  # spread over the programs, whatever the grid
         first = sem.binary(self.b, "add", start, sem.binary(self.b, "mul", pid, block))
         step = sem.binary(self.b, "mul", nprog, block)
         self.dynamic_for(node, first, end, step, tiled=True)
@@ -807,6 +809,12 @@ def _atomic(op: str) -> Callable[..., Any]:
     return handler
 
 
+def _program_index(v: _Visitor, node: ast.AST, kind: str, axis: Any) -> Value:
+    """The kernel asks which program it is: the grid decides what it covers."""
+    v.b.grid_use = "direct"
+    return sem.program_index(v.b, kind, _const_int(v, node, axis, "axis"))
+
+
 def _random(kind: str) -> Callable[..., Any]:
     return lambda v, node, seed, offset, n_rounds: sem.random(v.b, kind, seed, offset, n_rounds)
 
@@ -823,10 +831,8 @@ def _loop_only(v: _Visitor, node: ast.AST, **_: Any) -> None:
 
 
 _BUILTINS: dict[str, Callable[..., Any]] = {
-    "program_id": lambda v, node, axis: sem.program_index(
-        v.b, "program_id", _const_int(v, node, axis, "axis")),
-    "num_programs": lambda v, node, axis: sem.program_index(
-        v.b, "num_programs", _const_int(v, node, axis, "axis")),
+    "program_id": lambda v, node, axis: _program_index(v, node, "program_id", axis),
+    "num_programs": lambda v, node, axis: _program_index(v, node, "num_programs", axis),
     "arange": lambda v, node, start, end: sem.arange(v.b, start, end),
     "zeros": lambda v, node, shape, dtype: sem.full(v.b, shape, 0, _dtype_arg(v, node, dtype)),
     "full": lambda v, node, shape, value, dtype: sem.full(
@@ -918,7 +924,7 @@ def build_ir(src: KernelSource, specs: dict[str, ArgSpec]) -> Function:
             raise DSLCompileError("a kernel cannot return a value; store it instead",
                                   builder.loc, src.name) from None
     key = tuple((name, str(spec)) for name, spec in specs.items())
-    fn = Function(src.name, params, body, src.file, key)
+    fn = Function(src.name, params, body, src.file, key, builder.grid_use)
     verify(fn)
     return fn
 

@@ -371,6 +371,9 @@ class Function:
     body: Block
     source_file: str = "<unknown>"
     specialization: tuple = ()
+    # "none": never asks which program it is; "tiled": only through tile_range;
+    # "direct": reads program_id/num_programs (the grid decides what it covers)
+    grid_use: str = "none"
 
     def walk(self) -> Iterator[Op]:
         """All ops, nested regions included, in program order."""

@@ -324,6 +324,8 @@ class JITFunction(InlinableKernel):
         fn = self.specialize(binding.specs, options)
         meta = {name: spec.value for name, spec in binding.specs.items()
                 if isinstance(spec, ConstSpec)}
+        if grid is None:
+            grid = self.default_grid(fn)
         grid3 = self.grid(grid, meta)
         stored = {op.tensor for op in fn.walk() if op.defn.writes_memory}
         tensors: dict[str, BoundTensor] = {}
@@ -361,6 +363,19 @@ class JITFunction(InlinableKernel):
                 coalesced = values[param.of or ""].coalesced()
                 runtime.append(param.value.dtype.np.type(hidden_value(coalesced, param)))
         return runtime
+
+    def default_grid(self, fn: Function, programs: int = DEFAULT_PROGRAMS) -> tuple[int]:
+        """The grid of a launch that names none: one program per vector core for a
+        kernel that spreads its work with ``tile_range``, one program for a kernel that
+        never asks which program it is, and an error for one that reads
+        ``program_id`` itself (the grid decides what such a kernel covers)."""
+        if fn.grid_use == "direct":
+            raise self._def_error(
+                f"kernel {self.name} reads dsl.program_id()/dsl.num_programs() itself, so "
+                "the grid decides what it covers: launch it as kernel[grid](...) (a default "
+                f"grid of {programs} programs only suits kernels that spread their work with "
+                "dsl.tile_range)")
+        return (programs,) if fn.grid_use == "tiled" else (1,)
 
     def grid(self, grid: Grid | None, meta: dict[str, Any], default: int = DEFAULT_PROGRAMS
              ) -> tuple[int, int, int]:

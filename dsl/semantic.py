@@ -63,6 +63,9 @@ class Builder:
         self.kernel_name = kernel_name
         self.blocks: list[Block] = [Block()]
         self.loc: SourceLoc = UNKNOWN_LOC
+        # how the kernel uses the grid: "none" (never asks), "tiled" (only through
+        # tile_range) or "direct" (reads program_id/num_programs itself)
+        self.grid_use = "none"
 
     @property
     def block(self) -> Block:

@@ -42,7 +42,9 @@ def launch(kernel: JITFunction, binding: Binding, grid: Any, options: Options) -
     fn = kernel.specialize(binding.specs, options)
     meta = {name: spec.value for name, spec in binding.specs.items()
             if isinstance(spec, ConstSpec)}
-    grid3 = kernel.grid(grid, meta, default=target.vector_cores or 1)
+    if grid is None:
+        grid = kernel.default_grid(fn, target.vector_cores or 1)
+    grid3 = kernel.grid(grid, meta)
     # a torch tensor's data_ptr() is its lowest address: the kernel's base offset is 0
     tensors = {name: view.tensor for name, view in binding.values.items()
                if hasattr(view, "tensor")}

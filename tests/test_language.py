@@ -925,3 +925,32 @@ def test_control_flow_misuse_is_an_error_at_the_line():
 
     with pytest.raises(dsl.DSLCompileError, match="'v' is float16 in one branch and float32"):
         changing_type(np.zeros(8, np.float32), np.zeros(8, np.float32))
+
+
+# ----------------------------------------------------------------------------- launch trap
+
+
+@dsl.jit
+def triton_style_copy(x, out, n, BLOCK: dsl.constexpr):
+    i = dsl.program_id(0) * BLOCK + dsl.arange(0, BLOCK)
+    dsl.store(out, i, dsl.load(x, i, i < n), i < n)
+
+
+@dsl.jit
+def one_block_count(bins):
+    dsl.atomic_add(bins, dsl.arange(0, 8), 1)
+
+
+def test_a_kernel_reading_program_id_needs_a_grid():
+    x, out = np.arange(1000, dtype=np.float32), np.zeros(1000, np.float32)
+    with pytest.raises(dsl.DSLLaunchError, match="launch it as kernel\\[grid\\]"):
+        triton_style_copy(x, out, 1000, BLOCK=16)  # 40 default programs would cover 640
+    assert not out.any()
+    triton_style_copy[(63,)](x, out, 1000, BLOCK=16)
+    np.testing.assert_array_equal(out, x)
+
+
+def test_a_kernel_that_never_asks_its_program_runs_once_by_default():
+    bins = np.zeros(8, np.int32)
+    one_block_count(bins)
+    np.testing.assert_array_equal(bins, np.ones(8, np.int32))
