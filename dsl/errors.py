@@ -77,3 +77,7 @@ class DSLRuntimeError(DSLError):
 
 class OutOfBoundsError(DSLRuntimeError, IndexError):
     """A load or store touched an element outside its tensor view."""
+
+
+class DeviceAssertionError(DSLRuntimeError, AssertionError):
+    """A ``device_assert`` condition was false in some program and lane."""

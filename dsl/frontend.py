@@ -881,6 +881,15 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     **{f"atomic_{op}": _atomic(op) for op in ("add", "max", "min", "xchg", "and", "or", "xor")},
     "atomic_cas": lambda v, node, tensor, index, cmp, val, sem, scope: sem_.atomic_cas(
         v.b, _view_arg(v, node, tensor, "atomic_cas"), index, cmp, val, sem, scope),
+    "multiple_of": lambda v, node, input, values: sem.hint(v.b, "multiple_of", input, values),
+    "max_contiguous": lambda v, node, input, values: sem.hint(v.b, "max_contiguous", input,
+                                                               values),
+    "max_constancy": lambda v, node, input, values: sem.hint(v.b, "max_constancy", input,
+                                                              values),
+    "device_print": lambda v, node, prefix, args, hex: sem.device_print(v.b, prefix, args, hex),
+    "device_assert": lambda v, node, cond, msg: sem.device_assert(v.b, cond, msg),
+    "static_print": lambda v, node, values, sep, end: print(
+        *(str(x.type) if _is_value(x) else x for x in values), sep=sep, end=end),
     "cumsum": lambda v, node, input, axis, reverse: sem.scan(v.b, "sum", input, axis, reverse),
     "cumprod": lambda v, node, input, axis, reverse: sem.scan(v.b, "prod", input, axis,
                                                              reverse),

@@ -521,3 +521,50 @@ def atomic_cas(tensor: Any, index: Any, cmp: Any, val: Any, sem: Any = None,
     """Atomic compare-and-swap: write ``val`` where the old value equals ``cmp``;
     returns the old values."""
     raise _outside("atomic_cas")
+
+
+# ----------------------------------------------------------------------------- debugging, hints
+
+
+@builtin
+def static_print(*values: Any, sep: str = " ", end: str = "\n") -> Any:
+    """Print while the kernel compiles (constexprs print their value, blocks their
+    type)."""
+    raise _outside("static_print")
+
+
+@builtin
+def device_print(prefix: str, *args: Any, hex: bool = False) -> Any:  # noqa: A002
+    """Print ``prefix`` and the values from every program: the interpreter writes one
+    line per program, starting with its id. Compiled-CPU mode cannot run it
+    (triton-ascend lowers it to an Ascend library call)."""
+    raise _outside("device_print")
+
+
+@builtin
+def device_assert(cond: Any, msg: str = "") -> Any:
+    """Fail the launch where ``cond`` is false: the interpreter raises
+    ``dsl.DeviceAssertionError`` naming the program, lane and source line, and the
+    launch writes nothing. The generated Triton keeps it (Triton checks it only in
+    debug mode); compiled-CPU mode does not check it (triton-ascend compiles it to
+    nothing)."""
+    raise _outside("device_assert")
+
+
+@builtin
+def multiple_of(input: Any, values: Any) -> Any:  # noqa: A002
+    """``input`` unchanged; tells the compiler its values are multiples of ``values``."""
+    raise _outside("multiple_of")
+
+
+@builtin
+def max_contiguous(input: Any, values: Any) -> Any:  # noqa: A002
+    """``input`` unchanged; tells the compiler runs of ``values`` elements are
+    contiguous."""
+    raise _outside("max_contiguous")
+
+
+@builtin
+def max_constancy(input: Any, values: Any) -> Any:  # noqa: A002
+    """``input`` unchanged; tells the compiler runs of ``values`` elements are equal."""
+    raise _outside("max_constancy")

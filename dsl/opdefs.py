@@ -9,7 +9,8 @@ other. A record says everything the compiler knows about its kind:
   ``op.masked``-style facts from it, so no pass reads an operand by position.
 - ``effect``: ``PURE`` (may be folded, deduplicated, deleted when unused), ``READ``
   (reads tensor memory: deletable when unused, never merged), ``WRITE`` (stores),
-  ``UPDATE`` (atomics: read and write), ``CONTROL`` (loops and terminators).
+  ``UPDATE`` (atomics: read and write), ``IO`` (device_print, device_assert),
+  ``CONTROL`` (loops and terminators).
 - ``check``: the typing rule, as the invariant the verifier enforces on every op
   of the kind (result dtype and shape from the operands and attributes).
 - ``index_roles``: the operands that decide *where* the op touches memory, or how
@@ -55,6 +56,7 @@ class Effect(enum.Enum):
     READ = "read"
     WRITE = "write"
     UPDATE = "update"  # read-modify-write (atomics): reads and writes tensor memory
+    IO = "io"  # prints or checks: kept and run in order, never merged or removed
     CONTROL = "control"
 
 
@@ -497,6 +499,20 @@ def _check_while(op: Op) -> str | None:
     return None
 
 
+HINTS = ("multiple_of", "max_contiguous", "max_constancy")
+
+
+def _check_hint(op: Op) -> str | None:
+    if op.attrs["hint"] not in HINTS or op.result.type != op.source.type:
+        return f"hint {op.attrs['hint']!r} of {op.source.type} to {op.result.type}"
+    return None
+
+
+def _check_assert(op: Op) -> str | None:
+    cond = op.require("condition")
+    return None if cond.dtype.is_bool else "the condition must be int1"
+
+
 def _no_check(op: Op) -> str | None:
     return None
 
@@ -700,6 +716,15 @@ _STRUCTURAL = [
           "repeat: the first region yields the condition from the carried values; while "
           "it holds the second (the body) yields the next carried values", results=-1,
           regions=2, conditional_loop=True, index_roles=None),
+    OpDef("hint", Signature(("source",)), Effect.PURE, _check_hint,
+          "the source unchanged, with a compiler hint (attrs['hint'], attrs['values']) for "
+          "the generated Triton", attrs=("hint", "values"), lanewise=True),
+    OpDef("print", Signature.parse("*values"), Effect.IO, _no_check,
+          "print attrs['prefix'] and the values, one line per program", results=0,
+          attrs=("prefix", "hex")),
+    OpDef("device_assert", Signature(("condition",)), Effect.IO, _check_assert,
+          "fail the launch where the condition is false (attrs['message'])", results=0,
+          attrs=("message",)),
     OpDef("yield", Signature.parse("*values"), Effect.CONTROL, _no_check,
           "end of a loop body: the carried values for the next iteration", results=0,
           terminator=True),

@@ -740,3 +740,42 @@ def atomic_cas(b: Builder, view: ViewArg, index: Operand, compare: Operand, valu
     cmp = broadcast_to(b, as_value(b, compare, view.dtype), idx.shape)
     return b.emit("atomic_cas", [view.value, idx, offset, cmp, val],
                   [Type(view.dtype, idx.shape)], attrs=attrs).result
+
+
+# ----------------------------------------------------------------------------- debugging, hints
+
+
+def _hint_values(b: Builder, what: str, values: Any) -> tuple[int, ...]:
+    values = (values,) if isinstance(values, int) else tuple(values)
+    if not values or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0
+                             for v in values):
+        raise b.error(f"{what}() values must be positive constexpr integers, got {values!r}")
+    return values
+
+
+def hint(b: Builder, kind: str, x: Operand, values: Any) -> Value:
+    """``x`` unchanged, carrying Triton's ``multiple_of``/``max_contiguous``/
+    ``max_constancy`` hint to the generated code (one value per axis, or one for all)."""
+    v = as_value(b, x)
+    vals = _hint_values(b, kind, values)
+    if len(vals) not in (1, max(v.rank, 1)):
+        raise b.error(f"{kind}() takes one value or one per axis of {list(v.shape)}, "
+                      f"got {list(vals)}")
+    return b.emit("hint", [v], [v.type], attrs={"hint": kind, "values": vals}).result
+
+
+def device_print(b: Builder, prefix: Any, args: tuple[Any, ...], hex: Any) -> None:  # noqa: A002
+    """Print ``prefix`` and the values from every program (the interpreter prefixes
+    each line with the program id)."""
+    if not isinstance(prefix, str):
+        raise b.error(f"device_print() prefix must be a string, got {type(prefix).__name__}")
+    values = [as_value(b, a) for a in args]
+    b.emit("print", values, [], attrs={"prefix": prefix, "hex": bool(hex)})
+
+
+def device_assert(b: Builder, cond: Operand, message: Any) -> None:
+    """Fail the launch, naming the program, lane and line, where ``cond`` is false."""
+    c = as_value(b, cond)
+    if not c.dtype.is_bool:
+        c = binary(b, "ne", c, 0)
+    b.emit("device_assert", [c], [], attrs={"message": str(message or "")})

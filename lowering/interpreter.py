@@ -45,11 +45,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dsl import philox
-from dsl.errors import DSLRuntimeError
+from dsl.errors import DeviceAssertionError, DSLRuntimeError
 from dsl.ir import Block, Function, Op, Value, walk_block
 from dsl.numerics import apply_atomics, arg_fold, bitcast_array, cast_array, scan_in_order
 from dsl.numerics import dot as dot_product
-from dsl.opdefs import COMBINES, OPS
+from dsl.opdefs import COMBINES, OPS, Effect
 from dsl.options import Options
 from lowering import workers
 from lowering.buffers import scratch
@@ -133,9 +133,11 @@ class Interpreter:
         # Iterations and programs are independent unless the kernel reads what it writes.
         self.independent = not _overlaps(launch.tensors, facts.loaded, facts.stored)
         self.index_slice = facts.index_slice
-        # "direct" once the pre-pass has proved every access in bounds.
-        self.journal = StoreJournal("direct" if self.index_slice is not None else
-                                    "deferred" if self.independent else "undo")
+        # "direct" once the pre-pass has proved every access in bounds; a kernel that
+        # may fail while it runs (device_assert) keeps what it overwrites, to undo it.
+        self.may_fail = may_fail = facts.may_fail  # also: prints stay in program order
+        self.journal = StoreJournal("direct" if self.index_slice is not None and not may_fail
+                                    else "deferred" if self.independent else "undo")
         self.only: set[int] | None = None  # during the pre-pass: the ops to run
         self.sites: dict[int, AccessSite] = {}
         self.consts: dict[int, np.ndarray] = {}
@@ -233,7 +235,7 @@ class Interpreter:
         """Chunks may run concurrently when the pre-pass proved that their stores hit
         disjoint index ranges of tensors that do not share memory (then the order of
         the writes cannot matter)."""
-        if self.workers < 2 or not self.store_runs_provable or self.journal.mode != "direct":
+        if self.workers < 2 or self.may_fail or not self.store_runs_provable or self.journal.mode != "direct":
             return False
         for runs in self.store_runs.values():
             runs.sort()
@@ -301,6 +303,32 @@ class Interpreter:
             frame.set(op.result, LaneMask(a, per_row.astype(np.int64)))
             return
         self.elementwise(op, frame, args)
+
+    def op_hint(self, op: Op, frame: Frame) -> None:
+        frame.owned.discard(op.source.uid)  # the result is the same array
+        frame.set(op.result, frame.get(op.source))
+
+    def op_print(self, op: Op, frame: Frame) -> None:
+        """One line per row (program, or program and iteration) of the batch."""
+        values = [np.broadcast_to(materialize(frame.get(v)), (frame.size,) + v.shape)
+                  for v in op.operands]
+        with np.printoptions(threshold=64, formatter={"int": hex} if op.attrs["hex"] else None):
+            for row in range(frame.size):
+                shown = " ".join(str(v[row]) for v in values)
+                print(f"pid ({', '.join(str(int(p)) for p in frame.pid[row])}) "
+                      f"{op.attrs['prefix']}{shown}", flush=True)
+
+    def op_device_assert(self, op: Op, frame: Frame) -> None:
+        cond = op.require("condition")
+        ok = np.broadcast_to(materialize(frame.get(cond)), (frame.size,) + cond.shape)
+        if ok.all():
+            return
+        row, *lane = np.unravel_index(int(np.argmin(ok)), ok.shape)
+        lane_text = f", lane {int(np.ravel_multi_index(lane, cond.shape))}" if lane else ""
+        message = op.attrs["message"] or "device_assert failed"
+        raise DeviceAssertionError(
+            f"{op.loc}: {message} in kernel '{self.fn.name}' (program id "
+            f"{tuple(int(p) for p in frame.pid[row])}{lane_text})\n{op.loc.excerpt()}")
 
     def op_yield(self, op: Op, frame: Frame) -> None:
         """The end of a loop body: ``_for_sequential`` reads the yielded values."""
@@ -680,6 +708,7 @@ class _KernelFacts:
     stored: frozenset[str]
     index_slice: set[int] | None
     dying: dict[int, frozenset[int]]
+    may_fail: bool  # runs checks (IO ops) that can fail mid-launch
 
 
 _FACTS: weakref.WeakKeyDictionary[Function, _KernelFacts] = weakref.WeakKeyDictionary()
@@ -691,7 +720,8 @@ def _facts(fn: Function) -> _KernelFacts:
         facts = _KernelFacts(
             frozenset(op.tensor for op in fn.walk() if op.defn.reads_memory),
             frozenset(op.tensor for op in fn.walk() if op.defn.writes_memory),
-            index_slice(fn), _last_uses(fn.body))
+            index_slice(fn), _last_uses(fn.body),
+            any(op.defn.effect is Effect.IO for op in fn.walk()))
         _FACTS[fn] = facts
     return facts
 
@@ -785,6 +815,9 @@ HANDLERS: dict[str, Callable[[Interpreter, Op, Frame], None]] = {
     "atomic_cas": Interpreter.op_atomic_cas,
     "for": Interpreter.op_for,
     "if": Interpreter.op_if,
+    "hint": Interpreter.op_hint,
+    "print": Interpreter.op_print,
+    "device_assert": Interpreter.op_device_assert,
     "while": Interpreter.op_while,
     "yield": Interpreter.op_yield,
 }

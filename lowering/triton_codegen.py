@@ -147,6 +147,21 @@ class _Emitter:
             expr = f"({inner}).to({dtype.triton_name})"
         self.emit(f"{self.define(op.result)} = {expr}", indent, op.loc)
 
+    def op_hint(self, op: Op, indent: int) -> None:
+        values = op.attrs["values"]
+        arg = values[0] if len(values) == 1 else list(values)
+        self.emit(f"{self.define(op.result)} = tl.{op.attrs['hint']}({self.name(op.source)}, "
+                  f"{arg})", indent, op.loc)
+
+    def op_print(self, op: Op, indent: int) -> None:
+        args = "".join(f", {self.name(v)}" for v in op.operands)
+        hex_flag = ", hex=True" if op.attrs["hex"] else ""
+        self.emit(f"tl.device_print({op.attrs['prefix']!r}{args}{hex_flag})", indent, op.loc)
+
+    def op_device_assert(self, op: Op, indent: int) -> None:
+        self.emit(f"tl.device_assert({self.name(op.require('condition'))}, "
+                  f"{op.attrs['message']!r})", indent, op.loc)
+
     def op_yield(self, op: Op, indent: int) -> None:
         """Nothing here: ``op_for`` assigns the carried variables at the body's end."""
 
@@ -395,6 +410,9 @@ EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
     "atomic_cas": _Emitter.op_atomic_cas,
     "for": _Emitter.op_for,
     "if": _Emitter.op_if,
+    "hint": _Emitter.op_hint,
+    "print": _Emitter.op_print,
+    "device_assert": _Emitter.op_device_assert,
     "while": _Emitter.op_while,
     "yield": _Emitter.op_yield,
 }

@@ -160,6 +160,9 @@ UB_RULES: dict[str, Rule] = {
     "atomic_cas": _load,
     "for": _tile,
     "if": _tile,
+    "hint": _tile,
+    "print": _free,
+    "device_assert": _free,
     "while": _tile,
     "yield": _free,
 }

@@ -352,12 +352,14 @@ def _lowering_cases():
     i32 = dsl.tensor_spec("int32")
     cases["histogram"] = (histogram, [i32, i32, i32, 4096], {"NBINS": 64, "BLOCK": 256})
     cases["atomics"] = (atomic_mix, [f32, i32, f32, i32, i32, 64], {"BLOCK": 64})
+    cases["hints"] = (hinted_copy, [f32, f32, 300], {"BLOCK": 64})
+    cases["device_assert"] = (checked_sqrt, [f32, f32, 300], {"BLOCK": 64})
     return cases
 
 
 LOWERING_NAMES = [f"bits_{t}" for t in ("int8", "uint16", "int32", "uint64")] + [
     "bitcast", "hash", *(f"math_{name}" for name in UNARY_MATH), "multi_math", "integer_math",
-    "shapes", "random", "reductions", "histogram", "atomics"]
+    "shapes", "random", "reductions", "histogram", "atomics", "hints", "device_assert"]
 
 
 @pytest.mark.parametrize("name", LOWERING_NAMES)
@@ -954,3 +956,73 @@ def test_a_kernel_that_never_asks_its_program_runs_once_by_default():
     bins = np.zeros(8, np.int32)
     one_block_count(bins)
     np.testing.assert_array_equal(bins, np.ones(8, np.int32))
+
+
+# ----------------------------------------------------------------------------- debugging, hints
+
+
+@dsl.jit
+def hinted_copy(x, out, n, BLOCK: dsl.constexpr):
+    for start in dsl.tile_range(0, n, BLOCK):
+        idx = dsl.max_contiguous(dsl.multiple_of(start + dsl.arange(0, BLOCK), BLOCK), BLOCK)
+        v = dsl.max_constancy(dsl.load(x, idx, idx < n), 1)
+        dsl.store(out, idx, v, idx < n)
+
+
+def test_hints_pass_values_through_and_reach_the_generated_triton():
+    x, out = np.arange(300, dtype=np.float32), np.zeros(300, np.float32)
+    hinted_copy[(3,)](x, out, 300, BLOCK=64)
+    np.testing.assert_array_equal(out, x)
+    from lowering.triton_codegen import generate
+
+    source = generate(hinted_copy.ir(x, out, 300, BLOCK=64)).source
+    assert "tl.multiple_of(" in source and "tl.max_contiguous(" in source
+    assert "tl.max_constancy(" in source
+
+
+def test_hints_compiled_cpu_bit_exact(cpu_toolchain):  # noqa: F811
+    x = np.arange(300, dtype=np.float32)
+    differential(hinted_copy, (x, np.zeros(300, np.float32), 300), {"BLOCK": 64}, grid=(3,))
+
+
+@dsl.jit
+def checked_sqrt(x, out, n, BLOCK: dsl.constexpr):
+    i = dsl.program_id(0) * BLOCK + dsl.arange(0, BLOCK)
+    v = dsl.load(x, i, i < n)
+    dsl.store(out, i, dsl.sqrt(v), i < n)
+    dsl.device_assert((v >= 0.0) | (i >= n), "negative input")
+
+
+def test_device_assert_names_program_lane_and_line_and_writes_nothing():
+    x = np.arange(40, dtype=np.float32)
+    out = np.zeros(40, np.float32)
+    checked_sqrt[(3,)](x, out, 40, BLOCK=16)
+    np.testing.assert_array_equal(out, np.sqrt(x))
+    x[37] = -1.0
+    out[:] = -5.0
+    with pytest.raises(dsl.DeviceAssertionError, match="negative input in kernel 'checked_sqrt' "
+                       "\\(program id \\(2, 0, 0\\), lane 5\\)") as info:
+        checked_sqrt[(3,)](x, out, 40, BLOCK=16)
+    assert "test_language.py" in str(info.value)
+    assert (out == -5.0).all()  # rolled back: programs 0 and 1 had already stored
+
+
+@dsl.jit
+def printing(x, n, BLOCK: dsl.constexpr):
+    i = dsl.program_id(0) * BLOCK + dsl.arange(0, BLOCK)
+    dsl.static_print("block", BLOCK)
+    dsl.device_print("x=", dsl.load(x, i, i < n))
+
+
+def test_device_print_one_line_per_program_and_static_print_once(capsys):
+    printing[(2,)](np.arange(8, dtype=np.int32), 8, BLOCK=4)
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["block 4", "pid (0, 0, 0) x=[0 1 2 3]", "pid (1, 0, 0) x=[4 5 6 7]"]
+
+
+def test_device_print_is_refused_by_compiled_cpu_mode(cpu_toolchain):  # noqa: F811
+    from lowering import cpu
+
+    with pytest.raises(cpu.CompiledCPUError, match="device_print becomes a call"):
+        printing.launch(np.arange(8, dtype=np.int32), 8, BLOCK=4, grid=(2,),
+                        backend="compiled-cpu")
