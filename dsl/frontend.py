@@ -135,6 +135,7 @@ class TensorSpec:
 
     dtype: DType
     layout: Layout
+    rank: int | None = None  # the caller's rank (x.shape, x.stride); None: not known
 
     def __str__(self) -> str:
         return f"{self.dtype}:{self.layout}"
@@ -163,20 +164,22 @@ class ConstSpec:
 ArgSpec = TensorSpec | ScalarSpec | ConstSpec
 
 
-def tensor_spec(dtype: DType | str, layout: str = "contiguous", index_bits: int = 32) -> TensorSpec:
+def tensor_spec(dtype: DType | str, layout: str = "contiguous", index_bits: int = 32,
+                rank: int | None = None) -> TensorSpec:
     """A placeholder for a tensor argument, to lower a kernel without data:
     ``layout`` is "contiguous", "scalar" or "strided[<s>,...]" where each entry is
-    0, 1 or ``s`` (a runtime stride), optionally followed by "+base"."""
+    0, 1 or ``s`` (a runtime stride), optionally followed by "+base". ``rank`` is the
+    caller's number of dimensions, needed by kernels that read ``x.shape``."""
     if isinstance(dtype, str):
         dtype = dt.by_name(dtype)
     if layout in ("contiguous", "scalar"):
-        return TensorSpec(dtype, Layout(layout, index_bits=index_bits))
+        return TensorSpec(dtype, Layout(layout, index_bits=index_bits), rank)
     body = layout.removeprefix("strided[")
     if body == layout or "]" not in body:
         raise ValueError(f"bad layout {layout!r}")
     pattern, _, rest = body.partition("]")
     strides = tuple(None if s.strip() == "s" else int(s) for s in pattern.split(","))
-    return TensorSpec(dtype, Layout("strided", strides, rest == "+base", index_bits))
+    return TensorSpec(dtype, Layout("strided", strides, rest == "+base", index_bits), rank)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -188,6 +191,13 @@ class _Method:
 
     target: Value
     name: str
+
+
+@dataclass
+class _ViewStride:
+    """``x.stride`` of a tensor argument, awaiting its dimension."""
+
+    view: ViewArg
 
 
 @dataclass
@@ -564,7 +574,13 @@ class _Visitor:
         if isinstance(base, ViewArg):
             if attr == "dtype":
                 return base.dtype
-            raise self.error(node, f"a tensor argument has no attribute '{attr}' (has .dtype)")
+            if attr in ("shape", "stride"):
+                if base.rank is None:
+                    raise self.error(node, f"the rank of tensor '{base.name}' is not known "
+                                           "(give dsl.tensor_spec(..., rank=) to lower it)")
+                return base.dims if attr == "shape" else _ViewStride(base)
+            raise self.error(node, f"a tensor argument has no attribute '{attr}' (has .dtype, "
+                                   ".shape, .stride(i))")
         if inspect.ismodule(base) or isinstance(base, DType):
             if not hasattr(base, attr):
                 raise self.error(node, f"'{getattr(base, '__name__', base)}' has no attribute "
@@ -672,6 +688,12 @@ class _Visitor:
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
         self.at(node)
+        if isinstance(fn, _ViewStride):
+            if len(args) != 1 or kwargs or not isinstance(args[0], int) or \
+                    not -len(fn.view.dim_strides) <= args[0] < len(fn.view.dim_strides):
+                raise self.error(node, f"{fn.view.name}.stride() takes one constexpr dimension "
+                                       f"in [0, {len(fn.view.dim_strides)})")
+            return fn.view.dim_strides[args[0]]
         if isinstance(fn, _Method):
             method = lang.cast if fn.name == "to" else getattr(lang, fn.name)
             return self.call_builtin(node, method, [fn.target, *args], kwargs)
@@ -959,4 +981,15 @@ def _view_param(name: str, spec: TensorSpec) -> tuple[ViewArg, list[Param]]:
     if layout.has_base:
         base = Value(Type(index_dt), name=f"{name}_base")
         hidden.append(Param(base, "base", base.name or "", of=name))
-    return ViewArg(name, value, tuple(sizes), tuple(strides), base), hidden
+    # the caller's own shape and strides (x.shape[i], x.stride(i)); the passes drop
+    # the ones the kernel does not read
+    dims: list[Value] = []
+    dim_strides: list[Value] = []
+    for d in range(spec.rank or 0):
+        for role, values, label in (("dim", dims, "shape"), ("dim_stride", dim_strides,
+                                                              "stride_of_dim")):
+            v = Value(Type(index_dt), name=f"{name}_{label}{d}")
+            hidden.append(Param(v, role, v.name or "", of=name, dim=d))
+            values.append(v)
+    return ViewArg(name, value, tuple(sizes), tuple(strides), base, tuple(dims),
+                   tuple(dim_strides), spec.rank), hidden

@@ -348,7 +348,9 @@ class Param:
     """A kernel parameter: the block argument plus how the launcher fills it.
 
     ``role`` is ``"tensor"`` or ``"scalar"`` for user arguments, and for hidden ones
-    ``"size"``, ``"stride"`` or ``"base"`` of the tensor ``of`` (dimension ``dim``).
+    ``"size"``, ``"stride"`` or ``"base"`` of the coalesced view of tensor ``of``
+    (dimension ``dim``), or ``"dim"``/``"dim_stride"``: the caller's own shape and stride
+    of dimension ``dim`` (``x.shape[i]``, ``x.stride(i)``).
     """
 
     value: Value

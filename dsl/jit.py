@@ -223,7 +223,7 @@ class JITFunction(InlinableKernel):
                     view = bind_view(value)
                 except (TypeError, ValueError) as exc:
                     raise self._def_error(f"argument {p.name!r}: {exc}") from None
-                specs[p.name] = TensorSpec(view.dtype, view.coalesced().layout)
+                specs[p.name] = TensorSpec(view.dtype, view.coalesced().layout, view.ndim)
                 values[p.name] = view
             else:
                 specs[p.name] = self.scalar_spec(p.name, value)
@@ -360,8 +360,8 @@ class JITFunction(InlinableKernel):
             elif param.role == "scalar":
                 runtime.append(param.value.dtype.np.type(values[param.user_name]))
             else:
-                coalesced = values[param.of or ""].coalesced()
-                runtime.append(param.value.dtype.np.type(hidden_value(coalesced, param)))
+                runtime.append(param.value.dtype.np.type(
+                    hidden_value(values[param.of or ""], param)))
         return runtime
 
     def default_grid(self, fn: Function, programs: int = DEFAULT_PROGRAMS) -> tuple[int]:
@@ -406,9 +406,15 @@ def _execution_backend(options: Options) -> Any:
     return get_backend(options.execution_backend)
 
 
-def hidden_value(coalesced: Any, param: Param) -> int:
-    """Runtime value of a hidden layout parameter (a size, stride or base offset) from
-    a coalesced view (anything with ``sizes``, ``strides`` and ``base``)."""
+def hidden_value(view: Any, param: Param) -> int:
+    """Runtime value of a hidden parameter of tensor ``view``: a size, stride or base
+    offset of its coalesced view, or the caller's own shape or stride of a dimension
+    (``x.shape[i]``, ``x.stride(i)``)."""
+    if param.role == "dim":
+        return view.shape[param.dim or 0]
+    if param.role == "dim_stride":
+        return view.strides[param.dim or 0]
+    coalesced = view.coalesced()
     if param.role == "size":
         return coalesced.sizes[param.dim or 0]
     if param.role == "stride":

@@ -141,7 +141,7 @@ _LEAF_RANGES: dict[str, Callable[[Op], tuple[int | None, int | None]]] = {
     "program_id": lambda op: (0, None),
     "num_programs": lambda op: (1, None),
 }
-_PARAM_RANGES = {"size": (1, None), "base": (0, None)}
+_PARAM_RANGES = {"size": (1, None), "base": (0, None), "dim": (0, None)}
 
 
 class _Ranges:

@@ -375,6 +375,9 @@ class ViewArg:
     sizes: tuple[Value, ...]
     strides: tuple[Value | int, ...]
     base: Value | None
+    dims: tuple[Value, ...] = ()  # the caller's shape, as hidden scalars
+    dim_strides: tuple[Value, ...] = ()  # the caller's strides, as hidden scalars
+    rank: int | None = None
 
     @property
     def dtype(self) -> DType:

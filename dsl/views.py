@@ -141,6 +141,10 @@ class DeviceTensorView:
         return prod(self.shape)
 
     @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
     def is_broadcast(self) -> bool:
         return self.numel > 0 and any(st == 0 and n > 1 for n, st in zip(self.shape, self.strides))
 

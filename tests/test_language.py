@@ -1026,3 +1026,54 @@ def test_device_print_is_refused_by_compiled_cpu_mode(cpu_toolchain):  # noqa: F
     with pytest.raises(cpu.CompiledCPUError, match="device_print becomes a call"):
         printing.launch(np.arange(8, dtype=np.int32), 8, BLOCK=4, grid=(2,),
                         backend="compiled-cpu")
+
+
+# ----------------------------------------------------------------------------- tensor shapes
+
+
+@dsl.jit
+def row_sums(x, out, BLOCK: dsl.constexpr):
+    """Row r of a 2-D view, whatever its strides: x.shape and x.stride are the caller's."""
+    rows, cols = x.shape[0], x.shape[1]
+    for r in range(dsl.program_id(0), rows, dsl.num_programs(0)):
+        c = dsl.arange(0, BLOCK)
+        # the logical index of element (r, c) in the caller's row-major order
+        v = dsl.load(x, r * cols + c, c < cols)
+        dsl.store(out, r, dsl.sum(v, 0) + 0.0 * x.stride(0) + 0.0 * x.stride(1))
+
+
+@dsl.jit
+def report_layout(x, out):
+    dsl.store(out, 0, x.shape[0])
+    dsl.store(out, 1, x.shape[1])
+    dsl.store(out, 2, x.stride(0))
+    dsl.store(out, 3, x.stride(-1))
+
+
+@pytest.mark.parametrize("view", ["contiguous", "transposed", "sliced", "reversed"])
+def test_shape_and_stride_are_the_callers_own(view):
+    base = np.arange(6 * 10, dtype=np.float32).reshape(6, 10)
+    x = {"contiguous": base, "transposed": base.T, "sliced": base[1:5, ::3],
+         "reversed": base[::-1, 2:7]}[view]
+    out = np.zeros(4, np.int32)
+    report_layout[(1,)](x, out)
+    item = x.itemsize
+    np.testing.assert_array_equal(out, [x.shape[0], x.shape[1], x.strides[0] // item,
+                                        x.strides[1] // item])
+    sums = np.zeros(x.shape[0], np.float32)
+    row_sums[(3,)](x, sums, BLOCK=16)
+    np.testing.assert_array_equal(sums, np.add.accumulate(x, axis=1, dtype=np.float32)[:, -1])
+
+
+def test_shape_and_stride_compiled_cpu_bit_exact(cpu_toolchain):  # noqa: F811
+    base = np.arange(6 * 10, dtype=np.float32).reshape(6, 10)
+    differential(report_layout, (base[1:5, ::3], np.zeros(4, np.int32)), {}, grid=(1,))
+
+
+def test_shape_misuse_is_named():
+    with pytest.raises(dsl.DSLCompileError, match="stride\\(\\) takes one constexpr dimension"):
+        @dsl.jit
+        def bad(x, out):
+            dsl.store(out, 0, x.stride(2))
+
+        bad(np.zeros((2, 2), np.int32), np.zeros(1, np.int32))
