@@ -36,6 +36,7 @@ from dsl.language import (
     arange,
     argmax,
     argmin,
+    associative_scan,
     atomic_add,
     atomic_and,
     atomic_cas,
@@ -89,6 +90,7 @@ from dsl.language import (
     randint4x,
     randn,
     range,
+    reduce,
     reshape,
     rsqrt,
     sigmoid,
@@ -127,5 +129,5 @@ __all__ = [
     "randn", "dot", "argmax", "argmin", "cumprod", "cumsum", "xor_sum", "atomic_add",
     "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg",
     "atomic_xor", "device_assert", "device_print", "max_constancy", "max_contiguous",
-    "multiple_of", "static_print", "DeviceAssertionError",
+    "multiple_of", "static_print", "DeviceAssertionError", "reduce", "associative_scan",
 ]

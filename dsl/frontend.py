@@ -728,6 +728,45 @@ class _Visitor:
             raise self.error(node, f"dsl.{fn.__name__}() cannot be called here")
         return handler(self, node, **bound.arguments)
 
+    def combine(self, node: ast.Call, kind: str, input: Any, axis: Any, combine_fn: Any,
+                attrs: dict[str, Any]) -> Any:
+        """``reduce``/``associative_scan`` with a ``@dsl.jit`` combine function: the
+        function is inlined once on scalars into an isolated region (accumulators,
+        then elements) that yields the new accumulators."""
+        what = "reduce" if kind == "reduce_fn" else "associative_scan"
+        single = not isinstance(input, (tuple, list))
+        values = [sem.as_value(self.b, x) for x in ((input,) if single else input)]
+        if not values or any(not v.shape or v.shape != values[0].shape for v in values):
+            raise self.error(node, f"{what}() needs one block, or a tuple of blocks of one "
+                                   "shape")
+        if not isinstance(combine_fn, InlinableKernel):
+            raise self.error(node, f"{what}() combine_fn must be a @dsl.jit function")
+        if not isinstance(axis, int) or isinstance(axis, bool) or \
+                not -values[0].rank <= axis < values[0].rank:
+            raise self.error(node, f"{what}() axis {axis!r} out of range for shape "
+                                   f"{list(values[0].shape)}")
+        axis %= values[0].rank
+        elements = [Type(v.dtype) for v in values]
+        region = Block([Value(t, name=f"acc{i}") for i, t in enumerate(elements)] +
+                       [Value(t, name=f"x{i}") for i, t in enumerate(elements)])
+        self.b.blocks.append(region)
+        returned = self.inline_call(node, combine_fn, list(region.args), {})
+        returned = (returned,) if not isinstance(returned, (tuple, list)) else tuple(returned)
+        if len(returned) != len(values):
+            raise self.error(node, f"{what}() combine_fn returns {len(returned)} value(s) for "
+                                   f"{len(values)} input(s)")
+        yielded = [sem.as_value(self.b, r, t.dtype) for r, t in zip(returned, elements)]
+        if any(y.shape for y in yielded):
+            raise self.error(node, f"{what}() combine_fn must return scalars")
+        self.at(node)
+        self.b.emit("yield", yielded, [])
+        self.b.blocks.pop()
+        shapes = [v.shape[:axis] + v.shape[axis + 1:] if kind == "reduce_fn" else v.shape
+                  for v in values]
+        op = self.b.emit(kind, values, [Type(v.dtype, s) for v, s in zip(values, shapes)],
+                         attrs={"axis": axis, **attrs}, regions=[region])
+        return op.results[0] if single else tuple(op.results)
+
     def inline_call(self, node: ast.Call, callee: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         src = callee.source
         sig = inspect.Signature(src.params)
@@ -837,6 +876,14 @@ def _program_index(v: _Visitor, node: ast.AST, kind: str, axis: Any) -> Value:
     return sem.program_index(v.b, kind, _const_int(v, node, axis, "axis"))
 
 
+def _keep_dims(v: _Visitor, result: Any, axis: int, keep_dims: Any) -> Any:
+    if not keep_dims:
+        return result
+    if isinstance(result, tuple):
+        return tuple(sem.expand_dims(v.b, r, axis % (r.rank + 1)) for r in result)
+    return sem.expand_dims(v.b, result, axis % (result.rank + 1))
+
+
 def _random(kind: str) -> Callable[..., Any]:
     return lambda v, node, seed, offset, n_rounds: sem.random(v.b, kind, seed, offset, n_rounds)
 
@@ -912,6 +959,10 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "device_assert": lambda v, node, cond, msg: sem.device_assert(v.b, cond, msg),
     "static_print": lambda v, node, values, sep, end: print(
         *(str(x.type) if _is_value(x) else x for x in values), sep=sep, end=end),
+    "reduce": lambda v, node, input, axis, combine_fn, keep_dims: _keep_dims(
+        v, v.combine(node, "reduce_fn", input, axis, combine_fn, {}), axis, keep_dims),
+    "associative_scan": lambda v, node, input, axis, combine_fn, reverse: v.combine(
+        node, "scan_fn", input, axis, combine_fn, {"reverse": bool(reverse)}),
     "cumsum": lambda v, node, input, axis, reverse: sem.scan(v.b, "sum", input, axis, reverse),
     "cumprod": lambda v, node, input, axis, reverse: sem.scan(v.b, "prod", input, axis,
                                                              reverse),

@@ -504,8 +504,8 @@ def verify(fn: Function) -> None:
             problem = op.defn.check(op)
             if problem:
                 raise fail(op, problem)
-            for region in op.regions:
-                check_block(region, defined)
+            for region in op.regions:  # an isolated region sees only its own values
+                check_block(region, set() if op.defn.isolated_regions else defined)
             defined.update(r.uid for r in op.results)
 
     check_block(fn.body, set())

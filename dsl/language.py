@@ -568,3 +568,20 @@ def max_contiguous(input: Any, values: Any) -> Any:  # noqa: A002
 def max_constancy(input: Any, values: Any) -> Any:  # noqa: A002
     """``input`` unchanged; tells the compiler runs of ``values`` elements are equal."""
     raise _outside("max_constancy")
+
+
+@builtin
+def reduce(input: Any, axis: int, combine_fn: Any, keep_dims: bool = False) -> Any:  # noqa: A002
+    """Reduce ``input`` (a block or a tuple of blocks of one shape) along ``axis`` with
+    ``combine_fn``, a ``@dsl.jit`` function of (accumulators..., elements...) returning
+    the new accumulators: a left fold in index order (the order triton-ascend's
+    lowered loop combines in)."""
+    raise _outside("reduce")
+
+
+@builtin
+def associative_scan(input: Any, axis: int, combine_fn: Any,  # noqa: A002
+                     reverse: bool = False) -> Any:
+    """Inclusive scan of ``input`` along ``axis`` with ``combine_fn`` (see ``reduce``),
+    in index order, from the end with ``reverse``."""
+    raise _outside("associative_scan")

@@ -190,6 +190,7 @@ class OpDef:
     regions: int = 0
     terminator: bool = False
     conditional_loop: bool = False  # runs until a region's condition fails (while)
+    isolated_regions: bool = False  # regions use only their own values (combine functions)
     constant: bool = False  # the result is attrs["value"]
     labelled: bool = False  # the IR printer names operands by role
     lanewise: bool = False
@@ -513,6 +514,19 @@ def _check_assert(op: Op) -> str | None:
     return None if cond.dtype.is_bool else "the condition must be int1"
 
 
+def _check_combine(op: Op, reduced: bool) -> str | None:
+    (region,) = op.regions
+    axis, n = op.attrs["axis"], len(op.operands)
+    element = [type(o.type)(o.dtype) for o in op.operands]
+    if [a.type for a in region.args] != element * 2 or _yielded(region) != element:
+        return "the combine region must take (accumulators, elements) and yield accumulators"
+    for source, result in zip(op.operands, op.results):
+        shape = source.shape[:axis] + source.shape[axis + 1:] if reduced else source.shape
+        if not 0 <= axis < source.rank or result.type != type(source.type)(source.dtype, shape):
+            return f"result {result.type} does not fit {source.type} along axis {axis}"
+    return None if len(op.results) == n else "one result per operand"
+
+
 def _no_check(op: Op) -> str | None:
     return None
 
@@ -716,6 +730,16 @@ _STRUCTURAL = [
           "repeat: the first region yields the condition from the carried values; while "
           "it holds the second (the body) yields the next carried values", results=-1,
           regions=2, conditional_loop=True, index_roles=None),
+    OpDef("reduce_fn", Signature.parse("*sources"), Effect.PURE,
+          lambda op: _check_combine(op, True),
+          "reduce the sources along attrs['axis'] with the combine region, a left fold in "
+          "index order (tl.reduce with a jit combine function)", attrs=("axis",),
+          results=-1, regions=1, isolated_regions=True),
+    OpDef("scan_fn", Signature.parse("*sources"), Effect.PURE,
+          lambda op: _check_combine(op, False),
+          "inclusive scan of the sources along attrs['axis'] with the combine region, in "
+          "index order (from the end with attrs['reverse'])", attrs=("axis", "reverse"),
+          results=-1, regions=1, isolated_regions=True),
     OpDef("hint", Signature(("source",)), Effect.PURE, _check_hint,
           "the source unchanged, with a compiler hint (attrs['hint'], attrs['values']) for "
           "the generated Triton", attrs=("hint", "values"), lanewise=True),

@@ -437,7 +437,7 @@ def eliminate_common_subexpressions(fn: Function) -> None:
         kept = []
         for op in block.ops:
             for region in op.regions:
-                visit(region, scope)
+                visit(region, {} if op.defn.isolated_regions else scope)
             if op.defn.is_pure and len(op.results) == 1 and not op.regions:
                 k = key(op)
                 if k in scope:

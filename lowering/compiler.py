@@ -279,10 +279,26 @@ def compile_triton(jit_fn: Any, signature: dict[str, str], constants: dict[str, 
                            kernel.digest if kernel else jit_fn.__name__, locate=locate)
     ttir_module = front.ttir()
     linalg = front.stage("linalg", "ttadapter", ttir_module)
+    check_linalg(linalg)
     hivm = front.run("hivm", lambda: run_bishengir(bishengir, linalg, target, locate))
     stages.append(StageReport("npubin", False, 0.0, 0,
                               "skipped: CANN's hivmc is needed (Ascend host only)"))
     return str(ttir_module), linalg, hivm
+
+
+_UNCONVERTED = re.compile(r'"tt\.(reduce|scan)"')
+
+
+def check_linalg(linalg: str) -> None:
+    """LoweringError when triton-ascend left a Triton op unconverted in the Linalg
+    module (the next tool would fail with an unregistered-dialect parse error)."""
+    match = _UNCONVERTED.search(linalg)
+    if match:
+        kind = "reduce" if match.group(1) == "reduce" else "associative_scan"
+        raise LoweringError("linalg", f"triton-ascend 3.2.0 could not convert a {kind} with "
+                            "this combine function to Linalg: it converts single-block "
+                            "combines and (value, index) pairs shaped like Triton's "
+                            "argmax/argmin combine")
 
 
 def run_bishengir(bishengir: Path, linalg: str, target: Target,

@@ -54,6 +54,7 @@ from lowering import workers
 from lowering.compiler import (
     StageReport,
     TritonFrontEnd,
+    check_linalg,
     compile_triton,
     import_kernel,
     toolchain,
@@ -215,6 +216,7 @@ def compile_cpu(generated: GeneratedKernel, root: Path | None = None,
         option_defaults={"sanitize_overflow": False,
                          "allowed_dot_input_precisions": ("ieee", "hf32")})
     linalg = front.stage("linalg", "ttadapter", front.ttir())
+    check_linalg(linalg)
     _refuse_library_calls(linalg, generated.name)
     llir = front.run("llir", lambda: _linalg_to_llir(linalg, options.llvm_root))
     types = _signature(llir, generated.name)

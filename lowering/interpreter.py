@@ -304,6 +304,39 @@ class Interpreter:
             return
         self.elementwise(op, frame, args)
 
+    def _fold(self, op: Op, frame: Frame, scan: bool) -> None:
+        """Run the combine region along the axis: a left fold in index order (from
+        the end for a reverse scan), every other position and row at once."""
+        axis = 1 + op.attrs["axis"]
+        moved = [np.moveaxis(self._full(v, frame), axis, -1) for v in op.operands]
+        rows = max(a.shape[0] for a in moved)
+        moved = [np.broadcast_to(a, (rows,) + a.shape[1:]) for a in moved]
+        length = moved[0].shape[-1]
+        order = list(range(length))[::-1] if op.attrs.get("reverse") else list(range(length))
+        region = op.body
+        acc = [a[..., order[0]] for a in moved]
+        outs = [np.empty(a.shape, r.dtype.np) for a, r in zip(moved, op.results)] if scan else []
+        for out, value in zip(outs, acc):
+            out[..., order[0]] = value
+        for position in order[1:]:
+            inner = Frame(frame, None, frame.pid)
+            for arg, value in zip(region.args, acc + [a[..., position] for a in moved]):
+                inner.set(arg, value)
+            self.run_block(region, inner)
+            shape = acc[0].shape
+            acc = [np.broadcast_to(materialize(inner.get(v)), shape) for v in region.yielded()]
+            for out, value in zip(outs, acc):
+                out[..., position] = value
+        finals = [np.moveaxis(out, -1, axis) for out in outs] if scan else acc
+        for result, value in zip(op.results, finals):
+            frame.set(result, np.ascontiguousarray(value, dtype=result.dtype.np))
+
+    def op_reduce_fn(self, op: Op, frame: Frame) -> None:
+        self._fold(op, frame, scan=False)
+
+    def op_scan_fn(self, op: Op, frame: Frame) -> None:
+        self._fold(op, frame, scan=True)
+
     def op_hint(self, op: Op, frame: Frame) -> None:
         frame.owned.discard(op.source.uid)  # the result is the same array
         frame.set(op.result, frame.get(op.source))
@@ -815,6 +848,8 @@ HANDLERS: dict[str, Callable[[Interpreter, Op, Frame], None]] = {
     "atomic_cas": Interpreter.op_atomic_cas,
     "for": Interpreter.op_for,
     "if": Interpreter.op_if,
+    "reduce_fn": Interpreter.op_reduce_fn,
+    "scan_fn": Interpreter.op_scan_fn,
     "hint": Interpreter.op_hint,
     "print": Interpreter.op_print,
     "device_assert": Interpreter.op_device_assert,

@@ -80,6 +80,7 @@ class _Emitter:
         self.counter = 0
         self.last_line: tuple[str, int] | None = None
         self.reserved = {p.user_name for p in fn.params} | {"tl", "triton", "libdevice"}
+        self.functions: list[list[str]] = []  # generated combine functions
 
     # -- names
 
@@ -161,6 +162,38 @@ class _Emitter:
     def op_device_assert(self, op: Op, indent: int) -> None:
         self.emit(f"tl.device_assert({self.name(op.require('condition'))}, "
                   f"{op.attrs['message']!r})", indent, op.loc)
+
+    def _combine_function(self, op: Op) -> str:
+        """A ``@triton.jit`` function for ``op``'s combine region; returns its name."""
+        name = f"_combine{len(self.functions)}_{self.fn.name}"
+        sub = _Emitter(self.fn)
+        sub.counter = self.counter
+        region = op.body
+        args = [sub.define(a) for a in region.args]
+        sub.block(region, 1)
+        returned = ", ".join(sub.name(v) for v in region.yielded())
+        lines = ["@triton.jit", f"def {name}({', '.join(args)}):", *sub.lines,
+                 f"    return {returned}"]
+        self.counter = sub.counter
+        self.functions.extend(sub.functions)
+        self.functions.append(lines)
+        return name
+
+    def op_reduce_fn(self, op: Op, indent: int) -> None:
+        self._combine_call(op, indent, "tl.reduce", "")
+
+    def op_scan_fn(self, op: Op, indent: int) -> None:
+        self._combine_call(op, indent, "tl.associative_scan", f", reverse={op.attrs['reverse']}")
+
+    def _combine_call(self, op: Op, indent: int, call: str, extra: str) -> None:
+        function = self._combine_function(op)
+        sources = [self.name(v) for v in op.operands]
+        source = sources[0] if len(sources) == 1 else f"({', '.join(sources)},)"
+        results = ", ".join(self.define(r) for r in op.results)
+        if len(op.results) > 1:
+            results = f"{results},"
+        self.emit(f"{results} = {call}({source}, {op.attrs['axis']}, {function}{extra})",
+                  indent, op.loc)
 
     def op_yield(self, op: Op, indent: int) -> None:
         """Nothing here: ``op_for`` assigns the carried variables at the body's end."""
@@ -410,6 +443,8 @@ EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
     "atomic_cas": _Emitter.op_atomic_cas,
     "for": _Emitter.op_for,
     "if": _Emitter.op_if,
+    "reduce_fn": _Emitter.op_reduce_fn,
+    "scan_fn": _Emitter.op_scan_fn,
     "hint": _Emitter.op_hint,
     "print": _Emitter.op_print,
     "device_assert": _Emitter.op_device_assert,
@@ -447,11 +482,12 @@ def generate(fn: Function) -> GeneratedKernel:
         "@triton.jit",
         f"def {fn.name}({', '.join(params)}):",
     ]
-    em.lines.extend(header)
-    def_line = len(em.lines)  # 1-based line of the ``def``: Triton counts from here
-    body_start = len(em.lines)
     em.block(fn.body, 1)
-    if len(em.lines) == body_start:
+    if not em.lines:
         em.lines.append("    pass")
-    source = "\n".join(em.lines) + "\n"
-    return GeneratedKernel(fn.name, source, signature, em.line_map, def_line)
+    # combine functions (reduce/scan with a jit function) come before the kernel
+    prefix = header[:-2] + [line for f in em.functions for line in (*f, "", "")] + header[-2:]
+    def_line = len(prefix)  # 1-based line of the ``def``: Triton counts from here
+    line_map = {line + len(prefix): loc for line, loc in em.line_map.items()}
+    source = "\n".join(prefix + em.lines) + "\n"
+    return GeneratedKernel(fn.name, source, signature, line_map, def_line)

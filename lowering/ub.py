@@ -160,6 +160,8 @@ UB_RULES: dict[str, Rule] = {
     "atomic_cas": _load,
     "for": _tile,
     "if": _tile,
+    "reduce_fn": _tile,
+    "scan_fn": _tile,
     "hint": _tile,
     "print": _free,
     "device_assert": _free,

@@ -354,12 +354,15 @@ def _lowering_cases():
     cases["atomics"] = (atomic_mix, [f32, i32, f32, i32, i32, 64], {"BLOCK": 64})
     cases["hints"] = (hinted_copy, [f32, f32, 300], {"BLOCK": 64})
     cases["device_assert"] = (checked_sqrt, [f32, f32, 300], {"BLOCK": 64})
+    cases["combine_functions"] = (combine_functions, [f32] * 4 + [dsl.tensor_spec("int32")] +
+                                  [f32] * 2, {"R": 8, "C": 32})
     return cases
 
 
 LOWERING_NAMES = [f"bits_{t}" for t in ("int8", "uint16", "int32", "uint64")] + [
     "bitcast", "hash", *(f"math_{name}" for name in UNARY_MATH), "multi_math", "integer_math",
-    "shapes", "random", "reductions", "histogram", "atomics", "hints", "device_assert"]
+    "shapes", "random", "reductions", "histogram", "atomics", "hints", "device_assert",
+    "combine_functions"]
 
 
 @pytest.mark.parametrize("name", LOWERING_NAMES)
@@ -1077,3 +1080,107 @@ def test_shape_misuse_is_named():
             dsl.store(out, 0, x.stride(2))
 
         bad(np.zeros((2, 2), np.int32), np.zeros(1, np.int32))
+
+
+# ----------------------------------------------------------------------------- combine functions
+
+
+@dsl.jit
+def add_combine(a, b):
+    return a + b
+
+
+@dsl.jit
+def max_combine(a, b):
+    return dsl.maximum(a, b)
+
+
+@dsl.jit
+def argmax_pair(value_a, index_a, value_b, index_b):
+    """Triton's argmax combine (triton-ascend converts pairs of this shape only)."""
+    take_a = (value_a > value_b) | ((value_a == value_b) & (index_a < index_b))
+    return dsl.where(take_a, value_a, value_b), dsl.where(take_a, index_a, index_b)
+
+
+@dsl.jit
+def combine_functions(x, out_sum, out_max, out_val, out_idx, out_scan, out_rscan,
+                      R: dsl.constexpr, C: dsl.constexpr, ADD_SCAN: dsl.constexpr = True,
+                      PAIR: dsl.constexpr = True):
+    r = dsl.arange(0, R)[:, None]
+    c = dsl.arange(0, C)[None, :]
+    a = dsl.load(x, r * C + c)
+    rows = dsl.arange(0, R)
+    dsl.store(out_sum, rows, dsl.reduce(a, 1, add_combine))
+    dsl.store(out_max, dsl.arange(0, C), dsl.reduce(a, 0, max_combine))
+    if PAIR:
+        value, index = dsl.reduce((a, c + r * 0), 1, argmax_pair)
+        dsl.store(out_val, rows, value)
+        dsl.store(out_idx, rows, index)
+    if ADD_SCAN:
+        dsl.store(out_scan, r * C + c, dsl.associative_scan(a, 1, add_combine))
+    dsl.store(out_rscan, r * C + c, dsl.associative_scan(a, 1, max_combine, reverse=True))
+
+
+def _combine_case(R=8, C=32):
+    x = np.random.default_rng(14).standard_normal((R, C)).astype(np.float32)
+    outs = [np.zeros(R, np.float32), np.zeros(C, np.float32), np.zeros(R, np.float32),
+            np.zeros(R, np.int32), np.zeros(R * C, np.float32), np.zeros(R * C, np.float32)]
+    return (x.reshape(-1), *outs), {"R": R, "C": C}, outs
+
+
+def test_reduce_and_associative_scan_with_jit_combine_functions():
+    args, kwargs, (total, col_max, val, idx, scan, rscan) = _combine_case()
+    R, C = kwargs["R"], kwargs["C"]
+    x = args[0].reshape(R, C)
+    run(combine_functions, args, kwargs)
+    np.testing.assert_array_equal(total, np.add.accumulate(x, axis=1)[:, -1])  # left fold
+    np.testing.assert_array_equal(col_max, x.max(axis=0))
+    np.testing.assert_array_equal(val, x.max(axis=1))
+    np.testing.assert_array_equal(idx, x.argmax(axis=1))
+    np.testing.assert_array_equal(scan.reshape(R, C), np.add.accumulate(x, axis=1))
+    np.testing.assert_array_equal(rscan.reshape(R, C),
+                                  np.maximum.accumulate(x[:, ::-1], axis=1)[:, ::-1])
+
+
+def test_combine_functions_compiled_cpu_bit_exact(cpu_toolchain):  # noqa: F811
+    """An add scan is an Ascend library call on the CPU route (refused); the rest runs."""
+    args, kwargs, _ = _combine_case()
+    differential(combine_functions, args, dict(kwargs, ADD_SCAN=False, PAIR=False), grid=(1,))
+
+
+@pytest.mark.xfail(strict=True, reason="triton-ascend 3.2.0's CPU lowering of a (value, "
+                   "index) reduce with a user combine returns the right values but wrong "
+                   "indices (row 1: index 1 for a maximum at 7), while tl.max(return_indices="
+                   "True) is right")
+def test_pair_reduce_compiled_cpu(cpu_toolchain):  # noqa: F811
+    args, kwargs, _ = _combine_case()
+    differential(combine_functions, args, dict(kwargs, ADD_SCAN=False), grid=(1,))
+
+
+def test_combine_function_misuse_is_named():
+    @dsl.jit
+    def wrong_count(x, out):
+        i = dsl.arange(0, 8)
+        dsl.store(out, 0, dsl.reduce(dsl.load(x, i), 0, argmax_pair))
+
+    with pytest.raises(dsl.DSLCompileError, match="argmax_pair\\(\\): missing"):
+        wrong_count(np.zeros(8, np.float32), np.zeros(1, np.float32))
+
+
+def test_an_unconvertible_combine_function_is_named_at_lowering(toolchain):
+    @dsl.jit
+    def pair_sum(a, ia, b, ib):
+        return a + b, ia + ib
+
+    @dsl.jit
+    def tuple_sum(x, out, out_i):
+        i = dsl.arange(0, 16)
+        s, t = dsl.reduce((dsl.load(x, i), i), 0, pair_sum)
+        dsl.store(out, 0, s)
+        dsl.store(out_i, 0, t)
+
+    from lowering.compiler import LoweringError
+
+    f32, i32 = dsl.tensor_spec("float32"), dsl.tensor_spec("int32")
+    with pytest.raises(LoweringError, match="could not convert a reduce with this combine"):
+        tuple_sum.lower(f32, f32, i32)
