@@ -25,6 +25,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from math import prod
+from typing import Any
 
 from dsl.errors import DSLError
 from dsl.ir import Block, Function, Op, Value, walk_block
@@ -77,15 +78,19 @@ class UBOverflowError(DSLError):
     to the backend."""
 
     def __init__(self, kernel: str, target: object, needed: int, block: int | None,
-                 live: UBEstimate) -> None:
+                 live: UBEstimate, measured: bool = False, loc: Any = None) -> None:
         self.needed = needed
         self.live = live
+        self.measured = measured
+        self.loc = loc
         capacity = getattr(target, "ub_bytes", None)
         at = f" at BLOCK={block}" if block else ""
+        how = "bishengir-compile found that it needs" if measured else "needs about"
+        where = f"\n{loc}: in your kernel:\n{loc.excerpt()}" if loc is not None else ""
         super().__init__(
-            f"kernel '{kernel}'{at} needs about {needed} bytes of Unified Buffer but "
+            f"kernel '{kernel}'{at} {how} {needed} bytes of Unified Buffer but "
             f"{getattr(target, 'name', target)} has {capacity}; the tile buffers live at "
-            f"the peak are {live.describe()}. Use a smaller block size.")
+            f"the peak are {live.describe()}. Use a smaller block size.{where}")
 
 
 def _bytes(v: Value) -> int:
@@ -200,6 +205,15 @@ def static_estimate(fn: Function) -> UBEstimate:
 
     scan(fn.body, {})
     return UBEstimate(best[0], best[1])
+
+
+_REPORTED_OVERFLOW = re.compile(r"ub overflow, requires (\d+) bits while (\d+) bits available")
+
+
+def reported_overflow(text: str) -> int | None:
+    """Bytes of UB bishengir-compile said a kernel needs, when it refused it."""
+    match = _REPORTED_OVERFLOW.search(text)
+    return int(match.group(1)) // 8 if match else None
 
 
 def measured_bytes(hivm: str) -> int:

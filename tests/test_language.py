@@ -1184,3 +1184,36 @@ def test_an_unconvertible_combine_function_is_named_at_lowering(toolchain):
     f32, i32 = dsl.tensor_spec("float32"), dsl.tensor_spec("int32")
     with pytest.raises(LoweringError, match="could not convert a reduce with this combine"):
         tuple_sum.lower(f32, f32, i32)
+
+
+# ----------------------------------------------------------------------------- UB for any kernel
+
+
+@dsl.jit
+def ub_heavy(x, out, n, BLOCK: dsl.constexpr):
+    i = dsl.program_id(0) * BLOCK + dsl.arange(0, BLOCK)
+    v = dsl.load(x, i, i < n)
+    dsl.store(out, i, dsl.exp(v) * dsl.log(v + 1.0) + dsl.sqrt(v), i < n)
+
+
+def test_a_kernel_the_static_estimate_overrates_is_compiled_and_fits(toolchain):
+    """The liveness estimate is not trusted to refuse: bishengir decides."""
+    from lowering import ub
+
+    f32 = dsl.tensor_spec("float32")
+    fn = ub_heavy.ir(f32, f32, 1 << 20, BLOCK=8192)
+    assert ub.static_estimate(fn).bytes > 196608  # the static model says: overflow
+    lowered = ub_heavy.lower(f32, f32, 1 << 20, BLOCK=8192)
+    assert lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
+
+
+def test_an_overflow_bishengir_finds_is_one_clean_error(toolchain):
+    from lowering.ub import UBOverflowError
+
+    f32 = dsl.tensor_spec("float32")
+    with pytest.raises(UBOverflowError) as info:
+        ub_heavy.lower(f32, f32, 1 << 20, BLOCK=32768)
+    text = str(info.value)
+    assert info.value.measured and info.value.needed > 196608
+    assert "bishengir-compile found that it needs" in text and "Ascend910B4 has 196608" in text
+    assert "Use a smaller block size" in text and "hivmc" not in text and "/tmp/" not in text
