@@ -20,6 +20,7 @@ record, read from the environment when a call does not pass one.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Iterator, Sequence
@@ -46,7 +47,7 @@ from dsl.ir import Function, Param
 from dsl.options import Options
 from dsl.passes import optimize
 from dsl.targets import DEFAULT_PROGRAMS, get_target
-from dsl.views import DeviceTensorView, TensorView, bind_view, is_torch_tensor
+from dsl.views import DeviceTensorView, TensorView, bind_view, is_torch_tensor, mark_written
 
 Grid = int | Sequence[int] | Callable[[dict[str, Any]], Sequence[int]]
 
@@ -82,6 +83,7 @@ class Binding:
     specs: dict[str, ArgSpec]
     values: dict[str, Any]
     open_blocks: frozenset[str]
+    torch_tensors: dict[str, Any] = dataclasses.field(default_factory=dict)  # as passed
 
     @property
     def device(self) -> str:
@@ -98,7 +100,7 @@ class Binding:
         """The binding with open block sizes chosen."""
         specs = dict(self.specs)
         specs.update((name, ConstSpec(int(block))) for name, block in blocks.items())
-        return Binding(specs, self.values, self.open_blocks - set(blocks))
+        return Binding(specs, self.values, self.open_blocks - set(blocks), self.torch_tensors)
 
 
 def _is_tensor(obj: Any) -> bool:
@@ -203,6 +205,7 @@ class JITFunction(InlinableKernel):
                                   + ", ".join(missing))
         specs: dict[str, ArgSpec] = {}
         values: dict[str, Any] = {}
+        torch_tensors: dict[str, Any] = {}
         for p in self.source.params:
             if p.name not in arguments:
                 continue  # an open block size
@@ -225,12 +228,14 @@ class JITFunction(InlinableKernel):
                     raise self._def_error(f"argument {p.name!r}: {exc}") from None
                 specs[p.name] = TensorSpec(view.dtype, view.coalesced().layout, view.ndim)
                 values[p.name] = view
+                if is_torch_tensor(value):
+                    torch_tensors[p.name] = value
             else:
                 specs[p.name] = self.scalar_spec(p.name, value)
                 values[p.name] = value
         open_blocks = frozenset(name for name in blocks if name not in specs)
         ordered = {p.name: specs[p.name] for p in self.source.params if p.name in specs}
-        return Binding(ordered, values, open_blocks)
+        return Binding(ordered, values, open_blocks, torch_tensors)
 
     def interpreter_blocks(self, binding: Binding) -> dict[str, int]:
         """The launcher's choice for open block sizes on the CPU (see
@@ -299,6 +304,9 @@ class JITFunction(InlinableKernel):
             plans.append(launch)
             return
         executor.run(launch, options)
+        for name, tensor in binding.torch_tensors.items():  # autograd sees the writes
+            if any(op.defn.writes_memory and op.tensor == name for op in launch.function.walk()):
+                mark_written(tensor)
 
     def _device_backend(self, device: str) -> Any:
         try:

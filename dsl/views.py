@@ -88,6 +88,17 @@ def is_torch_tensor(obj: Any) -> bool:
     return type(obj).__module__.startswith("torch") and hasattr(obj, "detach")
 
 
+def mark_written(obj: Any) -> Any:
+    """Tell autograd that a torch tensor was written in place: its version counter
+    moves, so a backward through a saved use of it raises "modified by an inplace
+    operation" as torch's own in-place ops make it raise. Returns ``obj``."""
+    if is_torch_tensor(obj):
+        import torch  # only reached with a torch tensor
+
+        torch.autograd.graph.increment_version(obj)
+    return obj
+
+
 def to_numpy(obj: Any) -> np.ndarray:
     """A NumPy array sharing memory with a NumPy array or CPU torch tensor."""
     if isinstance(obj, np.ndarray):

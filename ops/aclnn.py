@@ -30,7 +30,7 @@ from dsl.views import is_torch_tensor, to_numpy
 from ops import bce_backward, bce_forward, bce_with_logits_backward, bce_with_logits_forward, status
 from ops import reduction as red
 from ops.chips import resolve_chip
-from ops.launch import result
+from ops.launch import mark_written, result
 from ops.validation import (
     BCE_BACKWARD,
     BCE_FORWARD,
@@ -53,6 +53,7 @@ class AclnnExecutor:
     launches: tuple[str, ...]  # what will run: kernel, grid and specialization
     run: Callable[[np.ndarray | None], None] = field(repr=False)
     used: bool = False
+    output: Any = field(default=None, repr=False)  # the tensor phase 2 writes
 
 
 def is_executor(obj: Any) -> bool:
@@ -88,7 +89,8 @@ def _phase1(rules: OperatorRules, tensors: dict[str, Any], reduction: Any, chip:
     except DSLError:
         return status.ACLNN_ERR_INNER_CREATE_EXECUTOR, 0, None
     executor = AclnnExecutor(rules.name, chosen.name, workspace_size,
-                             tuple(_describe(launch) for launch in launches), run)
+                             tuple(_describe(launch) for launch in launches), run,
+                             output=tensors["out"])
     return status.ACLNN_SUCCESS, workspace_size, executor
 
 
@@ -119,6 +121,7 @@ def _phase2(op: str, workspace: Any, workspace_size: Any, executor: Any) -> int:
         executor.run(buffer)
     except (DSLError, status.AclnnError):
         return status.ACLNN_ERR_RUNTIME_ERROR
+    mark_written(executor.output)
     return status.ACLNN_SUCCESS
 
 

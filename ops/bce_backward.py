@@ -15,7 +15,7 @@ from typing import Any
 import dsl
 from ops.chips import resolve_chip
 from ops.kernel_parts import store_gradient
-from ops.launch import operand, result, scale_of
+from ops.launch import mark_written, operand, result, scale_of
 from ops.validation import Checked, check_bce_backward
 
 EPSILON = 1e-12  # PyTorch's and CANN's clamp of x * (1 - x)
@@ -64,4 +64,4 @@ def binary_cross_entropy_backward(grad_output: Any, input: Any, target: Any, wei
                                  resolve_chip())
     res, out_view = result(out, input, checked)
     run(checked, grad_output, input, target, weight, out_view)
-    return res
+    return mark_written(res)

@@ -17,7 +17,7 @@ import dsl
 from ops import reduction as red
 from ops.chips import resolve_chip
 from ops.kernel_parts import store_loss
-from ops.launch import operand, result
+from ops.launch import mark_written, operand, result
 from ops.validation import BCE_FORWARD, Checked, validate
 
 LOG_CLAMP = -100.0  # PyTorch's clamp of each log term
@@ -78,4 +78,4 @@ def binary_cross_entropy(input: Any, target: Any, weight: Any = None, reduction:
     res, out_view = result(out, input, checked, shape)
     workspace = np.empty(red.workspace_bytes(checked.numel, checked.reduction), np.uint8)
     run(checked, input, target, weight, out_view, workspace)
-    return res
+    return mark_written(res)

@@ -26,7 +26,7 @@ from typing import Any
 import dsl
 from ops.chips import resolve_chip
 from ops.kernel_parts import store_gradient
-from ops.launch import operand, result, scale_of
+from ops.launch import mark_written, operand, result, scale_of
 from ops.validation import BCE_WITH_LOGITS_BACKWARD, Checked, check_bce_with_logits_target_backward, validate
 
 
@@ -79,7 +79,7 @@ def binary_cross_entropy_with_logits_target_backward(
                                                     pos_weight, reduction, out, resolve_chip())
     res, out_view = result(out, input, checked)
     run_target_backward(checked, grad_output, input, weight, pos_weight, out_view)
-    return res
+    return mark_written(res)
 
 
 @dsl.jit
@@ -130,4 +130,4 @@ def binary_cross_entropy_with_logits_backward(
                                    out)
     res, out_view = result(out, input, checked)
     run_input_backward(checked, grad_output, input, target, weight, pos_weight, out_view)
-    return res
+    return mark_written(res)

@@ -17,7 +17,7 @@ from ops import reduction as red
 from ops.bce_forward import loss_launch
 from ops.chips import resolve_chip
 from ops.kernel_parts import store_loss
-from ops.launch import operand, result
+from ops.launch import mark_written, operand, result
 from ops.validation import BCE_WITH_LOGITS_FORWARD, Checked, validate
 
 
@@ -66,4 +66,4 @@ def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None
     res, out_view = result(out, input, checked, checked.shape if checked.reduction == 0 else ())
     workspace = np.empty(red.workspace_bytes(checked.numel, checked.reduction), np.uint8)
     run(checked, input, target, weight, pos_weight, out_view, workspace)
-    return res
+    return mark_written(res)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsl.views import TensorView, as_view, broadcast_to
+from dsl.views import TensorView, as_view, broadcast_to, mark_written
+
+__all__ = ["mark_written", "operand", "result", "scale_of"]
 from ops import status
 from ops.tensors import new_like_kind
 from ops.validation import Checked

@@ -67,7 +67,10 @@ def parse_reduction(reduction: Any) -> int:
     if isinstance(reduction, str) and reduction in REDUCTIONS:
         return REDUCTIONS[reduction]
     if not isinstance(reduction, bool) and hasattr(reduction, "__index__"):
-        value = int(reduction.__index__())
+        try:  # arrays and tensors have __index__ but refuse it unless 0-d integers
+            value = int(reduction.__index__())
+        except (TypeError, ValueError, RuntimeError):
+            value = None
         if value in (0, 1, 2):
             return value
     raise status.invalid(f"reduction must be 'none', 'mean', 'sum' or 0, 1, 2; got {reduction!r}")

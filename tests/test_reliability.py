@@ -1,0 +1,77 @@
+"""Reliability fixes (issue 12): reductions given as arrays give a status, and writes
+into torch tensors are visible to autograd (the version counter moves)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dsl
+import ops
+
+X = np.full(4, 0.5, np.float32)
+
+
+def _torch():
+    from conftest import ORACLES_REQUIRED
+
+    try:
+        import torch
+    except ImportError:
+        if ORACLES_REQUIRED:
+            pytest.fail("torch is required in CI")
+        pytest.skip("torch is not installed")
+    return torch
+
+
+@pytest.mark.parametrize("reduction", [np.array([1, 2]), np.array(1.5), np.array([1])],
+                         ids=["vector", "float", "one-element"])
+def test_a_reduction_given_as_an_array_is_status_161002(reduction):
+    with pytest.raises(ops.AclnnError) as info:
+        ops.binary_cross_entropy_backward(np.float32(1.0), X, X, None, reduction)
+    assert info.value.status == 161002
+    out = np.full(4, 7.0, np.float32)
+    status, _, executor = ops.aclnn.binary_cross_entropy_backward_get_workspace_size(
+        np.float32(1.0), X, X, None, reduction, out)
+    assert status == 161002 and executor is None and (out == 7.0).all()
+
+
+def test_a_reduction_given_as_a_tensor_is_status_161002():
+    torch = _torch()
+    with pytest.raises(ops.AclnnError) as info:
+        ops.binary_cross_entropy_with_logits(X, X, reduction=torch.tensor(1.0))
+    assert info.value.status == 161002
+    # a 0-d integer is an index like any other: still accepted
+    ops.binary_cross_entropy_backward(np.float32(1.0), X, X, None, np.array(1))
+
+
+def test_out_into_a_saved_torch_tensor_makes_backward_raise_like_torch():
+    torch = _torch()
+    a = torch.rand(8, requires_grad=True)
+    b = a * 2
+    c = b.sin()  # saves b for the backward
+    ops.binary_cross_entropy_backward(torch.tensor(1.0), torch.rand(8), torch.rand(8),
+                                      out=b.detach())
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        c.sum().backward()
+
+
+def test_phase_two_and_custom_kernels_move_the_version_counter():
+    torch = _torch()
+    out = torch.empty(4)
+    status, _, executor = ops.aclnn.binary_cross_entropy_backward_get_workspace_size(
+        torch.tensor(1.0), torch.rand(4), torch.rand(4), None, 1, out)
+    before = out._version
+    assert ops.aclnn.binary_cross_entropy_backward(None, 0, executor) == 0
+    assert out._version > before
+
+    @dsl.jit
+    def fill(dst, src):
+        i = dsl.arange(0, 4)
+        dsl.store(dst, i, dsl.load(src, i) + 1.0)
+
+    dst, src = torch.zeros(4), torch.ones(4)
+    versions = dst._version, src._version
+    fill(dst, src)
+    assert dst._version > versions[0] and src._version == versions[1]
+    assert (dst == 2).all()
