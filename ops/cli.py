@@ -133,9 +133,12 @@ def lower_both(out: Any = sys.stdout) -> int:
                 print(f"{kernel.name:<42} FAILED: {err}", file=out)
                 continue
             seconds = sum(s.seconds for s in lowered.stages)
+            # a lowering served from the on-disk cache was not timed now: say so
+            timing = f"{seconds * 1e3:>12.1f} ms" if lowered.extra.get("compiled_now", True) \
+                else f"{'cached':>15}"
             print(f"{kernel.name:<42} {lowered.target.name:<12} {dtype:<9} "
                   f"{lowered.extra['block']:>6} {lowered.ub_estimate_bytes:>10} B "
-                  f"{lowered.ub_measured_bytes:>10} B {seconds * 1e3:>12.1f} ms", file=out)
+                  f"{lowered.ub_measured_bytes:>10} B {timing}", file=out)
     return failures
 
 

@@ -75,3 +75,30 @@ def test_phase_two_and_custom_kernels_move_the_version_counter():
     fill(dst, src)
     assert dst._version > versions[0] and src._version == versions[1]
     assert (dst == 2).all()
+
+
+def test_demo_says_cached_instead_of_replaying_stored_timings(tmp_path, monkeypatch):
+    """Issue 12, point 11: a lowering served from the on-disk cache is not timed now."""
+    import io
+
+    from conftest import ORACLES_REQUIRED
+
+    from lowering.compiler import ToolchainMissing, toolchain
+    from ops import cli
+
+    try:
+        toolchain()
+    except ToolchainMissing as err:
+        if ORACLES_REQUIRED:
+            pytest.fail(f"the lowering toolchain is required in CI: {err}")
+        pytest.skip(str(err))
+    monkeypatch.setenv("DSL_CACHE_DIR", str(tmp_path))
+    first, second = io.StringIO(), io.StringIO()
+    assert cli.lower_both(first) == 0
+    from dsl.backends import get_backend
+
+    get_backend("hivm").memory.clear()  # a new process: only the disk cache remains
+    assert cli.lower_both(second) == 0
+    assert "cached" not in first.getvalue() and " ms" in first.getvalue()
+    rows = [line for line in second.getvalue().splitlines() if "Ascend910B4" in line]
+    assert len(rows) == 4 and all(line.rstrip().endswith("cached") for line in rows)
