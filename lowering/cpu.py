@@ -415,12 +415,15 @@ def run(launch: Launch, options: Options | None = None, route: int = 1) -> None:
     """Execute a prepared launch with the kernel compiled for the CPU.
 
     The interpreter's bounds pre-pass runs first, so an out-of-bounds launch is
-    refused before the compiled code touches memory; kernels whose indices depend on
-    loaded data cannot be checked ahead and run unchecked."""
+    refused before the compiled code touches memory; when indices depend on loaded
+    data (a gather, a scatter) the pre-pass cannot decide, and the whole launch is
+    interpreted once with every write undone (``Interpreter.dry_run``) to check them:
+    the compiled code never runs an access the interpreter would refuse."""
     options = options or Options.from_env()
     refuse_miscompiled(launch)
     checker = Interpreter(launch, options)
-    checker.prove_in_bounds()
+    if not checker.prove_in_bounds():
+        Interpreter(launch, options).dry_run()
     generated = generate(launch.function)
     key = (route, generated.digest, options.cache_root, options.llvm_root)
     kernel = _LOADED.get(key)

@@ -174,6 +174,17 @@ class Interpreter:
         self.parallel = self._decide_parallel()
         return True
 
+    def dry_run(self) -> None:
+        """Execute the launch and undo every write: raises what a real run would (an
+        out-of-bounds access, a failed device_assert) and leaves memory as it was.
+        Compiled-CPU mode checks indices that depend on loaded data this way."""
+        self.journal = StoreJournal("undo")
+        with np.errstate(all="ignore"):
+            try:
+                self._run_grid()
+            finally:
+                self.journal.rollback()
+
     def run(self) -> None:
         """Prove the launch in bounds if its indices allow, then execute it; a
         failure leaves every output as it was."""

@@ -102,3 +102,49 @@ def test_demo_says_cached_instead_of_replaying_stored_timings(tmp_path, monkeypa
     assert "cached" not in first.getvalue() and " ms" in first.getvalue()
     rows = [line for line in second.getvalue().splitlines() if "Ascend910B4" in line]
     assert len(rows) == 4 and all(line.rstrip().endswith("cached") for line in rows)
+
+
+@dsl.jit
+def gather_rows(table, index, out, n, BLOCK: dsl.constexpr):
+    i = dsl.arange(0, BLOCK)
+    m = i < n
+    dsl.store(out, i, dsl.load(table, dsl.load(index, i, m), m), m)
+
+
+@dsl.jit
+def scatter_rows(values, index, out, n, BLOCK: dsl.constexpr):
+    i = dsl.arange(0, BLOCK)
+    m = i < n
+    dsl.store(out, dsl.load(index, i, m), dsl.load(values, i, m), m)
+
+
+@pytest.mark.parametrize("bad", [16, -5, 10**8])
+@pytest.mark.parametrize("backend", ["interpreter", "compiled-cpu"])
+def test_data_dependent_indices_are_checked_in_every_backend(bad, backend):
+    """Issue 12, point 1: an index read from data that is out of bounds raises
+    OutOfBoundsError with nothing written, in compiled-CPU mode too."""
+    if backend == "compiled-cpu":
+        from conftest import ORACLES_REQUIRED
+
+        from lowering import cpu
+
+        try:
+            cpu.llvm_tools()
+        except cpu.CompiledCPUError as err:
+            if ORACLES_REQUIRED:
+                pytest.fail(str(err))
+            pytest.skip(str(err))
+    table = np.arange(16, dtype=np.float32)
+    index = np.arange(10, dtype=np.int32)[::-1].copy()
+    out = np.full(10, -1.0, np.float32)
+    gather_rows.launch(table, index, out, 10, BLOCK=16, grid=(1,), backend=backend)
+    np.testing.assert_array_equal(out, table[index])
+    index[3] = bad
+    out[:] = -1.0
+    with pytest.raises(dsl.OutOfBoundsError, match=f"index {bad} was accessed"):
+        gather_rows.launch(table, index, out, 10, BLOCK=16, grid=(1,), backend=backend)
+    assert (out == -1.0).all()
+    target = np.full(16, -1.0, np.float32)
+    with pytest.raises(dsl.OutOfBoundsError, match="out-of-bounds store"):
+        scatter_rows.launch(table, index, target, 10, BLOCK=16, grid=(1,), backend=backend)
+    assert (target == -1.0).all()
