@@ -9,6 +9,7 @@ sum -> 0. Computed in fp32; the result has ``out``'s dtype, by default input's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -31,8 +32,11 @@ def bce_forward_kernel(x, y, w, out, partials, n, HAS_WEIGHT: dsl.constexpr,
         mask = idx < n
         xv = dsl.load(x, idx, mask).to(dsl.float32)
         yv = dsl.load(y, idx, mask).to(dsl.float32)
-        log_x = dsl.maximum(dsl.log(xv), LOG_CLAMP)
-        log_1mx = dsl.maximum(dsl.log(1.0 - xv), LOG_CLAMP)
+        # clamp at -100 as PyTorch does, letting a NaN through (maximum would drop it)
+        log_x = dsl.log(xv)
+        log_x = dsl.where(log_x < LOG_CLAMP, LOG_CLAMP, log_x)
+        log_1mx = dsl.log(1.0 - xv)
+        log_1mx = dsl.where(log_1mx < LOG_CLAMP, LOG_CLAMP, log_1mx)
         loss = -(yv * log_x + (1.0 - yv) * log_1mx)
         store_loss(out, partials, start, idx, mask, loss, w, HAS_WEIGHT, REDUCE, BLOCK)
 
@@ -47,19 +51,23 @@ def run(checked: Checked, input: Any, target: Any, weight: Any, out_view: Any,
         workspace: np.ndarray | None, grid: Any = None) -> None:
     """Launch the loss (and the combine step) for validated arguments."""
     loss_launch(bce_forward_kernel, checked, out_view, workspace, grid,
-                [operand(input, checked.shape), operand(target, checked.shape),
-                 operand(weight, checked.shape)], HAS_WEIGHT=weight is not None)
+                lambda shape: [operand(input, shape), operand(target, shape),
+                               operand(weight, shape)], HAS_WEIGHT=weight is not None)
 
 
 def loss_launch(kernel: Any, checked: Checked, out_view: Any, workspace: np.ndarray | None,
-                grid: Any, operands: list[Any], **constexprs: Any) -> None:
-    """Shared by the forward losses: elementwise for "none", partials + combine else."""
+                grid: Any, operands: Callable[[tuple[int, ...]], list[Any]],
+                **constexprs: Any) -> None:
+    """Shared by the forward losses: elementwise for "none", partials + combine else.
+    ``operands(shape)`` views the operands at the iteration shape; it is not called
+    for an empty input, whose other operands the spec does not constrain."""
     n = checked.numel
     reduce = checked.reduction != 0
     if n == 0:
         if reduce:  # spec: empty mean -> NaN, sum -> 0
             out_view.to_numpy()[...] = np.nan if checked.reduction == 1 else 0.0
         return
+    operands = operands(checked.shape)
     block = red.loss_block(n)
     partials = red.partials_view(workspace, n) if reduce else np.zeros(1, np.float32)
     launch = kernel if grid is None else kernel[grid]

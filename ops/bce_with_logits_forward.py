@@ -49,10 +49,9 @@ def check(input: Any, target: Any, weight: Any, pos_weight: Any, reduction: Any,
 
 def run(checked: Checked, input: Any, target: Any, weight: Any, pos_weight: Any, out_view: Any,
         workspace: np.ndarray | None, grid: Any = None) -> None:
-    shape = checked.shape
     loss_launch(bce_with_logits_forward_kernel, checked, out_view, workspace, grid,
-                [operand(input, shape), operand(target, shape), operand(weight, shape),
-                 operand(pos_weight, shape)],
+                lambda shape: [operand(input, shape), operand(target, shape),
+                               operand(weight, shape), operand(pos_weight, shape)],
                 HAS_WEIGHT=weight is not None, HAS_POS_WEIGHT=pos_weight is not None)
 
 

@@ -164,7 +164,11 @@ torch.library.register_autograd(f"{NAMESPACE}::binary_cross_entropy_with_logits"
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          reduction: str = "mean") -> Tensor:
-    """Drop-in for ``torch.nn.functional.binary_cross_entropy`` (CPU tensors here)."""
+    """Drop-in for ``torch.nn.functional.binary_cross_entropy`` (CPU tensors here).
+    Like torch's CPU kernel it refuses probabilities outside [0, 1] (NaN included)."""
+    with torch.no_grad():
+        if not bool(((input >= 0) & (input <= 1)).all()):
+            raise RuntimeError("all elements of input should be between 0 and 1")
     return bce_op(input, target, weight, parse_reduction(reduction))
 
 

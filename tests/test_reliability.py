@@ -92,11 +92,12 @@ def test_demo_says_cached_instead_of_replaying_stored_timings(tmp_path, monkeypa
         if ORACLES_REQUIRED:
             pytest.fail(f"the lowering toolchain is required in CI: {err}")
         pytest.skip(str(err))
-    monkeypatch.setenv("DSL_CACHE_DIR", str(tmp_path))
-    first, second = io.StringIO(), io.StringIO()
-    assert cli.lower_both(first) == 0
     from dsl.backends import get_backend
 
+    monkeypatch.setenv("DSL_CACHE_DIR", str(tmp_path))
+    first, second = io.StringIO(), io.StringIO()
+    get_backend("hivm").memory.clear()  # nothing lowered earlier in this process
+    assert cli.lower_both(first) == 0
     get_backend("hivm").memory.clear()  # a new process: only the disk cache remains
     assert cli.lower_both(second) == 0
     assert "cached" not in first.getvalue() and " ms" in first.getvalue()
@@ -148,3 +149,55 @@ def test_data_dependent_indices_are_checked_in_every_backend(bad, backend):
     with pytest.raises(dsl.OutOfBoundsError, match="out-of-bounds store"):
         scatter_rows.launch(table, index, target, 10, BLOCK=16, grid=(1,), backend=backend)
     assert (target == -1.0).all()
+
+
+def test_a_nan_probability_never_becomes_finite():
+    """Issue 12, point 4: the -100 clamp of the log terms lets NaN through, as
+    PyTorch's does; out-of-range probabilities give NaN from the operator API."""
+    x = np.array([np.nan, 0.5, 0.25], np.float32)
+    y = np.array([1.0, 0.0, 1.0], np.float32)
+    assert np.isnan(ops.binary_cross_entropy(x, y, reduction="mean"))
+    per_element = ops.binary_cross_entropy(x, y, reduction="none")
+    assert np.isnan(per_element[0]) and np.isfinite(per_element[1:]).all()
+    for bad in (-0.5, 2.0):
+        assert np.isnan(ops.binary_cross_entropy(np.array([bad], np.float32),
+                                                 np.array([1.0], np.float32), reduction="sum"))
+    # the clamp itself still holds: log(0) is clamped to -100
+    np.testing.assert_allclose(ops.binary_cross_entropy(np.array([0.0], np.float32),
+                                                        np.array([1.0], np.float32),
+                                                        reduction="sum"), 100.0)
+
+
+def test_the_torch_drop_in_refuses_probabilities_outside_0_1_like_torch():
+    torch = _torch()
+    import ops.torch as ot
+
+    for values in ([float("nan"), 0.5], [-0.5, 0.5], [0.5, 2.0], [float("inf"), 0.5]):
+        x = torch.tensor(values)
+        y = torch.ones(2)
+        with pytest.raises(RuntimeError, match="between 0 and 1") as ours:
+            ot.binary_cross_entropy(x, y)
+        with pytest.raises(RuntimeError) as theirs:
+            torch.nn.functional.binary_cross_entropy(x, y)
+        assert "between 0 and 1" in str(theirs.value) and ours.value is not None
+
+
+@pytest.mark.parametrize("loss", ["binary_cross_entropy", "binary_cross_entropy_with_logits"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_losses_of_an_empty_input_follow_the_spec_whatever_the_target_shape(loss, reduction):
+    """Issue 12, point 7: an empty input skips the shape checks (spec step 4) in the
+    losses as in the backward operators; mean gives NaN, sum 0."""
+    x = np.zeros((0, 3), np.float32)
+    y = np.zeros((2, 5), np.float32)
+    result = getattr(ops, loss)(x, y, reduction=reduction)
+    if reduction == "none":
+        assert result.shape == (0, 3)
+    else:
+        assert np.isnan(result) if reduction == "mean" else result == 0
+    out = np.full((), 7.0, np.float32) if reduction != "none" else np.zeros((0, 3), np.float32)
+    phase1 = getattr(ops.aclnn, f"{loss}_get_workspace_size")
+    args = (x, y, None, None) if "logits" in loss else (x, y, None)
+    status, size, executor = phase1(*args, reduction, out)
+    assert status == 0
+    assert getattr(ops.aclnn, loss)(np.zeros(size, np.uint8) if size else None, size,
+                                    executor) == 0
