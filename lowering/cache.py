@@ -7,27 +7,26 @@ stage's output, the stage timings and the UB figures.
 
 First compiles of the same key in several processes are serialised by an
 exclusive ``flock`` on ``<key>.lock``: the first compiles and writes, the others
-wait and then read. An entry that cannot be read back (truncated, edited, from an
-older format) is compiled again and overwritten, never fatal. Writes are atomic
-(temp file + rename).
+wait and then read. Each entry stores the SHA-256 of its payload; an entry that
+does not check out (truncated, edited, of another shape or format, a directory in
+its place) is compiled again and replaced, never fatal. Writes are atomic (temp
+file + rename; ``lowering.diskcache``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from dsl.errors import SourceLoc
 from dsl.targets import get_target
+from lowering import diskcache
 from lowering.compiler import LoweredKernel, StageReport, cache_dir, toolchain_versions
 from lowering.triton_codegen import GeneratedKernel
 
-FORMAT = 1
+FORMAT = 2  # 2: entries carry a content hash
 
 
 def cache_key(*parts: str) -> str:
@@ -36,17 +35,6 @@ def cache_key(*parts: str) -> str:
         digest.update(part.encode())
         digest.update(b"\0")
     return digest.hexdigest()
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _to_json(k: LoweredKernel) -> dict:
@@ -81,17 +69,31 @@ def _from_json(data: dict) -> LoweredKernel:
 def load_or_compile(key: str, compile: Callable[[], LoweredKernel],
                     root: Path | None = None) -> tuple[LoweredKernel, bool]:
     """The cached kernel for ``key``, or ``compile()`` it and store it. Returns
-    (kernel, True if it was compiled now)."""
+    (kernel, True if it was compiled now). An entry is used only when its content
+    hash checks out and it has the expected shape; anything else (truncated, edited,
+    valid JSON of another shape, a directory in its place) is compiled again and
+    replaced atomically."""
     folder = (root or cache_dir()) / "lowered"
     entry = folder / f"{key}.json"
-    with _locked(folder / f"{key}.lock"):
-        if entry.exists():
-            try:
-                return _from_json(json.loads(entry.read_text())), False
-            except (ValueError, KeyError, TypeError, json.JSONDecodeError):
-                pass  # corrupt or stale: compile again below
+    with diskcache.locked(folder / f"{key}.lock"):
+        cached = _read_entry(entry)
+        if cached is not None:
+            return cached, False
         kernel = compile()
-        tmp = entry.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(_to_json(kernel)))
-        os.replace(tmp, entry)
+        payload = json.dumps(_to_json(kernel), sort_keys=True)
+        record = {"sha256": diskcache.sha256(payload.encode()), "payload": payload}
+        diskcache.write_atomic(entry, json.dumps(record).encode())
         return kernel, True
+
+
+def _read_entry(entry: Path) -> LoweredKernel | None:
+    """The kernel stored in ``entry``, or None when it is absent or not trustworthy."""
+    try:
+        record = json.loads(entry.read_bytes())
+        payload = record["payload"]
+        if not isinstance(payload, str) or \
+                diskcache.sha256(payload.encode()) != record["sha256"]:
+            return None
+        return _from_json(json.loads(payload))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return None  # missing, a directory, corrupt, or of another shape

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -50,7 +51,7 @@ import numpy as np
 from dsl.errors import DSLError
 from dsl.options import Options
 from dsl.targets import get_target
-from lowering import workers
+from lowering import diskcache, workers
 from lowering.compiler import (
     StageReport,
     TritonFrontEnd,
@@ -196,11 +197,31 @@ def compile_cpu(generated: GeneratedKernel, root: Path | None = None,
     key = hashlib.sha256(f"{generated.digest}|{toolchain_versions()}|{options.llvm_root}|"
                          f"{_SHIM_C}|{_SHIM_LL}|{_LIBM_ONLY.pattern}".encode())
     library = folder / f"{generated.name}_{key.hexdigest()[:20]}.so"
-    signature_file = library.with_suffix(".sig")
-    if library.exists() and signature_file.exists():
-        types = signature_file.read_text().split()
-        return CPUKernel(generated.name, library, types, [], generated)
+    with diskcache.locked(library.with_suffix(".lock")):
+        cached = _cached_library(library)
+        if cached is not None:
+            return CPUKernel(generated.name, library, cached, [], generated)
+        return _compile_cpu(generated, root, options, tools, library)
 
+
+def _cached_library(library: Path) -> list[str] | None:
+    """The argument types of a cached shared object whose bytes match the SHA-256
+    its ``.sig`` record holds; None for anything else (missing, truncated, random
+    bytes, a record of another shape), which is then compiled again: a damaged
+    object is never handed to ``dlopen``."""
+    try:
+        record = json.loads(library.with_suffix(".sig").read_bytes())
+        types = record["types"]
+        digest = record["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(types, list) or not all(t in _CTYPES for t in types):
+        return None
+    return types if diskcache.read_verified(library, digest) is not None else None
+
+
+def _compile_cpu(generated: GeneratedKernel, root: Path, options: Options,
+                 tools: dict[str, Path], library: Path) -> CPUKernel:
     from triton.backends.compiler import GPUTarget
 
     path = write_source(generated, root)
@@ -221,7 +242,8 @@ def compile_cpu(generated: GeneratedKernel, root: Path | None = None,
     llir = front.run("llir", lambda: _linalg_to_llir(linalg, options.llvm_root))
     types = _signature(llir, generated.name)
     front.run("shared-object", lambda: _link(llir, tools, library))
-    signature_file.write_text(" ".join(types))
+    record = {"types": types, "sha256": diskcache.sha256(library.read_bytes())}
+    diskcache.write_atomic(library.with_suffix(".sig"), json.dumps(record).encode())
     return CPUKernel(generated.name, library, types, stages, generated)
 
 
@@ -273,6 +295,8 @@ def _link(llir: str, tools: dict[str, Path], library: Path) -> Path:
         run_tool("shared-object", ["gcc", "-shared", "-O2", "-fPIC", work / "kernel.o",
                                    work / "shim.o", work / "shim.c", "-Wl,-Bsymbolic", "-lm",
                                    "-o", tmp])
+        if library.exists() and not library.is_file():
+            diskcache.clear(library)  # e.g. a directory left where the object belongs
         os.replace(tmp, library)
         return library
 

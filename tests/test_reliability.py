@@ -201,3 +201,108 @@ def test_losses_of_an_empty_input_follow_the_spec_whatever_the_target_shape(loss
     assert status == 0
     assert getattr(ops.aclnn, loss)(np.zeros(size, np.uint8) if size else None, size,
                                     executor) == 0
+
+
+# ----------------------------------------------------------------------------- caches (point 2)
+
+
+def _cpu_or_skip():
+    from conftest import ORACLES_REQUIRED
+
+    from lowering import cpu
+
+    try:
+        cpu.llvm_tools()
+    except cpu.CompiledCPUError as err:
+        if ORACLES_REQUIRED:
+            pytest.fail(str(err))
+        pytest.skip(str(err))
+    return cpu
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "random", "sig_truncated",
+                                    "sig_random", "sig_wrong_shape", "directory"])
+def test_a_damaged_compiled_cpu_cache_entry_is_rebuilt(tmp_path, damage):
+    cpu = _cpu_or_skip()
+    from dsl.options import Options
+    from lowering.triton_codegen import generate
+
+    table, index = np.arange(16, dtype=np.float32), np.arange(10, dtype=np.int32)
+    launch = gather_rows.prepare((table, index, np.zeros(10, np.float32), 10),
+                                 {"BLOCK": 16}, (1,))
+    options = Options(cache_dir=tmp_path)
+    generated = generate(launch.function)
+    first = cpu.compile_cpu(generated, options=options)
+    library, sig = first.library, first.library.with_suffix(".sig")
+    data = library.read_bytes()
+    if damage == "truncated":
+        library.write_bytes(data[:len(data) // 2])
+    elif damage == "empty":
+        library.write_bytes(b"")
+    elif damage == "random":
+        library.write_bytes(np.random.default_rng(0).bytes(len(data)))
+    elif damage == "sig_truncated":
+        sig.write_bytes(sig.read_bytes()[:7])
+    elif damage == "sig_random":
+        sig.write_bytes(np.random.default_rng(1).bytes(40))
+    elif damage == "sig_wrong_shape":
+        sig.write_text("[1, 2, 3]")
+    else:
+        library.unlink()
+        library.mkdir()
+    second = cpu.compile_cpu(generated, options=options)
+    assert second.stages, "the damaged entry must be compiled again, not loaded"
+    assert library.read_bytes() == data or library.stat().st_size > 0
+    out = np.zeros(10, np.float32)
+    cpu._LOADED.clear()
+    gather_rows.launch(table, index, out, 10, BLOCK=16, grid=(1,), backend="compiled-cpu",
+                       options=options)
+    np.testing.assert_array_equal(out, table[index])
+
+
+@pytest.mark.parametrize("damage", ["list", "null", "string", "truncated_hivm", "directory",
+                                    "lock_directory"])
+def test_a_damaged_lowering_cache_entry_is_rebuilt(tmp_path, damage):
+    from lowering import cache
+    from lowering.compiler import LoweredKernel, StageReport
+    from lowering.triton_codegen import GeneratedKernel
+
+    target = __import__("dsl").targets.get_target("Ascend910B4")
+    made = []
+
+    def compile_once():
+        made.append(1)
+        g = GeneratedKernel("k", "src", {"x": "*fp32"}, {}, 9)
+        return LoweredKernel("k", target, g, "ttir", "linalg", "hivm " * 100,
+                             [StageReport("hivm", True, 0.1, 3)], 1, 2, 3, tmp_path / "k.py")
+
+    key = cache.cache_key("test", damage)
+    first, compiled = cache.load_or_compile(key, compile_once, tmp_path)
+    assert compiled
+    entry = tmp_path / "lowered" / f"{key}.json"
+    if damage == "list":
+        entry.write_text("[1, 2, 3]")
+    elif damage == "null":
+        entry.write_text("null")
+    elif damage == "string":
+        entry.write_text('"hello"')
+    elif damage == "truncated_hivm":  # still valid JSON, with a shorter HIVM text
+        import json
+
+        record = json.loads(entry.read_text())
+        payload = json.loads(record["payload"])
+        payload["hivm"] = payload["hivm"][:10]
+        record["payload"] = json.dumps(payload, sort_keys=True)
+        entry.write_text(json.dumps(record))
+    elif damage == "directory":
+        entry.unlink()
+        entry.mkdir()
+    else:
+        lock = tmp_path / "lowered" / f"{key}.lock"
+        lock.unlink()
+        lock.mkdir()
+    second, compiled = cache.load_or_compile(key, compile_once, tmp_path)
+    assert second.hivm == "hivm " * 100
+    assert compiled == (damage != "lock_directory") and len(made) == 1 + compiled
+    third, compiled = cache.load_or_compile(key, compile_once, tmp_path)
+    assert not compiled and third.hivm == second.hivm  # the rebuilt entry is used

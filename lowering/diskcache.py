@@ -1,0 +1,74 @@
+"""Verified, atomic, locked files in the on-disk cache.
+
+Both caches (lowered kernels, ``lowering.cache``; compiled-CPU shared objects,
+``lowering.cpu``) keep their entries through these helpers, so that nothing read
+from disk is trusted without checking it:
+
+- ``locked(path)``: an exclusive ``flock`` on ``path`` for the duration of a block,
+  so that concurrent first compiles of one key are serialised and no process loads
+  an entry while another writes it. Whatever occupies the lock's path (a directory,
+  a dangling link) is cleared first.
+- ``write_atomic(path, data)``: write to a temporary file in the same folder, then
+  rename over ``path``: readers see the old entry or the new one, never half.
+- ``read_verified(path, digest)``: the bytes of ``path`` only if their SHA-256 is
+  ``digest`` (a truncated, edited or foreign file reads as missing).
+- ``clear(path)``: remove whatever occupies ``path`` (file, link or directory).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def clear(path: Path) -> None:
+    """Remove whatever is at ``path``: a file, a link or a directory tree."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (created as an empty file) for the block."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and not path.is_file():
+        clear(path)
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename."""
+    if path.exists() and not path.is_file():
+        clear(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def read_verified(path: Path, digest: str | None) -> bytes | None:
+    """``path``'s bytes when they hash to ``digest``; None otherwise (missing,
+    unreadable, a directory, or different content)."""
+    if digest is None:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError:  # missing, a directory, unreadable
+        return None
+    return data if sha256(data) == digest else None
