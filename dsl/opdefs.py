@@ -35,6 +35,7 @@ ops and read them through their public attributes.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -100,15 +101,21 @@ class Signature:
             return count >= fixed
         return count in (fixed, fixed + len(self.optional))
 
+    @functools.cached_property
+    def _positions(self) -> dict[str, tuple[int, bool]]:
+        """role -> (index, optional); computed once per kind (operand reads are hot)."""
+        places = {role: (i, False) for i, role in enumerate(self.required)}
+        places.update((role, (len(self.required) + i, True))
+                      for i, role in enumerate(self.optional))
+        return places
+
     def position(self, role: str, count: int) -> int | None:
         """Operand index of ``role`` in an op with ``count`` operands (None when the
         role is an optional one that is absent). KeyError for unknown roles."""
-        if role in self.required:
-            return self.required.index(role)
-        if role in self.optional:
-            present = count >= len(self.required) + len(self.optional)
-            return len(self.required) + self.optional.index(role) if present else None
-        raise KeyError(role)
+        index, optional = self._positions[role]
+        if optional and count < len(self.required) + len(self.optional):
+            return None
+        return index
 
     def label(self, index: int) -> str:
         """Role of the operand at ``index`` (the variadic name past the fixed ones)."""
