@@ -446,6 +446,11 @@ def planning() -> Iterator[list[Launch]]:
         _PLANS.reset(token)
 
 
+def is_planning() -> bool:
+    """True inside ``planning()``: launches are recorded, not run."""
+    return _PLANS.get() is not None
+
+
 def interpreter_block_size(largest_numel: int) -> int:
     """Block size the launcher picks for the interpreter: large enough that NumPy's
     per-call overhead vanishes, never much larger than the biggest tensor."""

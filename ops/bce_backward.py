@@ -15,7 +15,7 @@ from typing import Any
 import dsl
 from ops.chips import resolve_chip
 from ops.kernel_parts import store_gradient
-from ops.launch import mark_written, operand, result, scale_of
+from ops.launch import mark_written, operand, result, scale_of, unaliased
 from ops.validation import Checked, check_bce_backward
 
 EPSILON = 1e-12  # PyTorch's and CANN's clamp of x * (1 - x)
@@ -42,10 +42,11 @@ def run(checked: Checked, grad_output: Any, input: Any, target: Any, weight: Any
     if checked.numel == 0:
         return
     shape = checked.shape
-    bce_backward_kernel(operand(grad_output, shape), operand(input, shape),
-                        operand(target, shape), operand(weight, shape), out_view,
-                        checked.numel, scale_of(checked),
-                        HAS_WEIGHT=weight is not None, APPLY_SCALE=checked.reduction == 1)
+    operands = [operand(grad_output, shape), operand(input, shape), operand(target, shape),
+                operand(weight, shape)]
+    with unaliased(out_view, operands) as target_view:
+        bce_backward_kernel(*operands, target_view, checked.numel, scale_of(checked),
+                            HAS_WEIGHT=weight is not None, APPLY_SCALE=checked.reduction == 1)
 
 
 def binary_cross_entropy_backward(grad_output: Any, input: Any, target: Any, weight: Any = None,

@@ -18,7 +18,7 @@ import dsl
 from ops import reduction as red
 from ops.chips import resolve_chip
 from ops.kernel_parts import store_loss
-from ops.launch import mark_written, operand, result
+from ops.launch import mark_written, operand, result, unaliased
 from ops.validation import BCE_FORWARD, Checked, validate
 
 LOG_CLAMP = -100.0  # PyTorch's clamp of each log term
@@ -68,6 +68,14 @@ def loss_launch(kernel: Any, checked: Checked, out_view: Any, workspace: np.ndar
             out_view.to_numpy()[...] = np.nan if checked.reduction == 1 else 0.0
         return
     operands = operands(checked.shape)
+    with unaliased(out_view, operands) as target_view:
+        _loss_launch(kernel, checked, target_view, workspace, grid, operands, n, reduce,
+                     constexprs)
+
+
+def _loss_launch(kernel: Any, checked: Checked, out_view: Any, workspace: np.ndarray | None,
+                 grid: Any, operands: list[Any], n: int, reduce: bool,
+                 constexprs: dict[str, Any]) -> None:
     block = red.loss_block(n)
     partials = red.partials_view(workspace, n) if reduce else np.zeros(1, np.float32)
     launch = kernel if grid is None else kernel[grid]

@@ -26,7 +26,7 @@ from typing import Any
 import dsl
 from ops.chips import resolve_chip
 from ops.kernel_parts import store_gradient
-from ops.launch import mark_written, operand, result, scale_of
+from ops.launch import mark_written, operand, result, scale_of, unaliased
 from ops.validation import BCE_WITH_LOGITS_BACKWARD, Checked, check_bce_with_logits_target_backward, validate
 
 
@@ -57,11 +57,13 @@ def run_target_backward(checked: Checked, grad_output: Any, input: Any, weight: 
     if checked.numel == 0:
         return
     shape = checked.shape
-    bce_with_logits_target_backward_kernel(
-        operand(grad_output, shape), operand(input, shape), operand(weight, shape),
-        operand(pos_weight, shape), out_view, checked.numel, scale_of(checked),
-        HAS_WEIGHT=weight is not None, HAS_POS_WEIGHT=pos_weight is not None,
-        APPLY_SCALE=checked.reduction == 1)
+    operands = [operand(grad_output, shape), operand(input, shape), operand(weight, shape),
+                operand(pos_weight, shape)]
+    with unaliased(out_view, operands) as target_view:
+        bce_with_logits_target_backward_kernel(
+            *operands, target_view, checked.numel, scale_of(checked),
+            HAS_WEIGHT=weight is not None, HAS_POS_WEIGHT=pos_weight is not None,
+            APPLY_SCALE=checked.reduction == 1)
 
 
 def binary_cross_entropy_with_logits_target_backward(
@@ -113,11 +115,13 @@ def run_input_backward(checked: Checked, grad_output: Any, input: Any, target: A
     if checked.numel == 0:
         return
     shape = checked.shape
-    bce_with_logits_backward_kernel(
-        operand(grad_output, shape), operand(input, shape), operand(target, shape),
-        operand(weight, shape), operand(pos_weight, shape), out_view, checked.numel,
-        scale_of(checked), HAS_WEIGHT=weight is not None,
-        HAS_POS_WEIGHT=pos_weight is not None, APPLY_SCALE=checked.reduction == 1)
+    operands = [operand(grad_output, shape), operand(input, shape), operand(target, shape),
+                operand(weight, shape), operand(pos_weight, shape)]
+    with unaliased(out_view, operands) as target_view:
+        bce_with_logits_backward_kernel(
+            *operands, target_view, checked.numel, scale_of(checked),
+            HAS_WEIGHT=weight is not None, HAS_POS_WEIGHT=pos_weight is not None,
+            APPLY_SCALE=checked.reduction == 1)
 
 
 def binary_cross_entropy_with_logits_backward(

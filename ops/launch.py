@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
+from dsl.jit import is_planning
 from dsl.views import TensorView, as_view, broadcast_to, mark_written
 
-__all__ = ["mark_written", "operand", "result", "scale_of"]
+__all__ = ["mark_written", "operand", "partially_overlaps", "result", "scale_of", "unaliased"]
 from ops import status
 from ops.tensors import new_like_kind
 from ops.validation import Checked
@@ -29,6 +34,39 @@ def result(out: Any, input: Any, checked: Checked,
     if view.is_broadcast or not view.buffer.flags.writeable:
         raise status.invalid("out must be writeable and must not be a broadcast (stride 0) view")
     return out, view
+
+
+def _same_elements(a: TensorView, b: TensorView) -> bool:
+    """True when two views address exactly the same elements in the same order."""
+    start = a.buffer.ctypes.data + a.base * a.buffer.itemsize
+    other = b.buffer.ctypes.data + b.base * b.buffer.itemsize
+    return (a.shape, a.strides, a.buffer.dtype, start) == (b.shape, b.strides, b.buffer.dtype,
+                                                           other)
+
+
+def partially_overlaps(out: TensorView, operand: TensorView | None) -> bool:
+    """``out`` shares memory with ``operand`` without being exactly the same view (an
+    exact alias, ``out is input``, is safe for elementwise kernels: each element is
+    read and written by the same lane)."""
+    if operand is None or out.numel == 0 or operand.numel == 0:
+        return False
+    return bool(np.may_share_memory(out.buffer, operand.buffer)) and \
+        not _same_elements(out, operand)
+
+
+@contextlib.contextmanager
+def unaliased(out: TensorView, operands: list[TensorView | None]) -> Iterator[TensorView]:
+    """The view a kernel should write: ``out`` itself, or, when ``out`` partially
+    overlaps an operand (``out=buf[1:]`` for ``buf[:-1]``, ``out=x.T``), a fresh
+    temporary copied into ``out`` once the kernel has read every operand -- so the
+    result is what it would be without the overlap, at any size."""
+    if not any(partially_overlaps(out, op) for op in operands):
+        yield out
+        return
+    staging = np.empty(out.shape, out.buffer.dtype)
+    yield as_view(staging)
+    if not is_planning():  # phase 1 of the aclnn API runs nothing and writes nothing
+        np.copyto(out.to_numpy(), staging)
 
 
 def scale_of(checked: Checked) -> float:

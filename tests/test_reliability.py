@@ -306,3 +306,40 @@ def test_a_damaged_lowering_cache_entry_is_rebuilt(tmp_path, damage):
     assert compiled == (damage != "lock_directory") and len(made) == 1 + compiled
     third, compiled = cache.load_or_compile(key, compile_once, tmp_path)
     assert not compiled and third.hivm == second.hivm  # the rebuilt entry is used
+
+
+# ----------------------------------------------------------------------------- aliasing (point 3)
+
+BIG = 3_000_000  # above the interpreter's chunk size (2**20 elements per op)
+
+
+def _aliasing_cases():
+    rng = np.random.default_rng(5)
+    buf = rng.uniform(0.05, 0.95, BIG + 1).astype(np.float32)
+    yield "shifted", buf[:-1], buf[1:]
+    x = rng.uniform(0.05, 0.95, BIG).astype(np.float32)
+    yield "reversed", x, x[::-1]
+    m = rng.uniform(0.05, 0.95, (1500, 2000)).astype(np.float32)
+    yield "transposed", m, m.T
+
+
+@pytest.mark.parametrize("case", ["shifted", "reversed", "transposed"])
+def test_an_out_that_partially_overlaps_the_input_gives_the_unaliased_result(case):
+    name, x, out = next(c for c in _aliasing_cases() if c[0] == case)
+    if case == "transposed":  # out=x.T for input x needs a square shape
+        x = np.ascontiguousarray(x[:1500, :1500])
+        out = x.T
+    target = np.full(x.shape, 0.5, np.float32)
+    expected = ops.binary_cross_entropy_backward(np.float32(1.0), x.copy(), target, None,
+                                                 "sum")
+    ops.binary_cross_entropy_backward(np.float32(1.0), x, target, None, "sum", out=out)
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_exact_aliasing_stays_in_place_and_correct():
+    x = np.random.default_rng(6).uniform(0.05, 0.95, BIG).astype(np.float32)
+    expected = ops.binary_cross_entropy_backward(np.float32(1.0), x.copy(), x.copy(), None,
+                                                 "sum")
+    y = x.copy()
+    ops.binary_cross_entropy_backward(np.float32(1.0), x, y, None, "sum", out=x)
+    np.testing.assert_array_equal(x, expected)
