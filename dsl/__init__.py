@@ -21,6 +21,7 @@ from dsl.dtypes import (
     uint64,
 )
 from dsl.errors import (
+    DataRaceError,
     DeviceAssertionError,
     DSLCompileError,
     DSLError,
@@ -130,4 +131,5 @@ __all__ = [
     "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg",
     "atomic_xor", "device_assert", "device_print", "max_constancy", "max_contiguous",
     "multiple_of", "static_print", "DeviceAssertionError", "reduce", "associative_scan",
+    "DataRaceError",
 ]

@@ -81,3 +81,8 @@ class OutOfBoundsError(DSLRuntimeError, IndexError):
 
 class DeviceAssertionError(DSLRuntimeError, AssertionError):
     """A ``device_assert`` condition was false in some program and lane."""
+
+
+class DataRaceError(DSLRuntimeError):
+    """Two programs (or two lanes of one block) stored to one element without an
+    atomic: the result would depend on the order they run in."""

@@ -21,6 +21,8 @@ Environment variables (all optional):
   programs; 0 or unset means one per core, at most 8; 1 runs on the calling thread.
 - ``DSL_LLVM_ROOT``: the MLIR/LLVM 19 installation compiled-CPU mode uses; default
   ``/usr/lib/llvm-19``.
+- ``DSL_RACE_CHECK=0``: turn off the interpreter's check that no two programs (or
+  lanes of one block) store to one element without an atomic.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class Options:
     cache_dir: Path | None = None  # None: ~/.cache/ascend-dsl
     interpreter_threads: int = 0  # 0: one per core, at most MAX_DEFAULT_WORKERS
     llvm_root: Path = DEFAULT_LLVM_ROOT
+    race_check: bool = True  # the interpreter reports stores that collide
 
     def __post_init__(self) -> None:
         if not isinstance(self.backend, str) or not self.backend:
@@ -78,7 +81,8 @@ class Options:
                    dump_ir=_flag(env.get("DSL_DUMP_IR")),
                    cache_dir=Path(cache) if cache else None,
                    interpreter_threads=thread_count,
-                   llvm_root=Path(env.get("DSL_LLVM_ROOT") or DEFAULT_LLVM_ROOT))
+                   llvm_root=Path(env.get("DSL_LLVM_ROOT") or DEFAULT_LLVM_ROOT),
+                   race_check=env.get("DSL_RACE_CHECK", "1") not in ("0", ""))
 
     def replace(self, **changes: Any) -> Options:
         """A copy with ``changes`` applied (validated like a new record)."""

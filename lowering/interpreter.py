@@ -54,7 +54,7 @@ from dsl.options import Options
 from lowering import workers
 from lowering.buffers import scratch
 from lowering.lanes import LaneMask, Lanes, materialize, take_rows
-from lowering.memory import AccessSite, StoreJournal, check_bounds, load
+from lowering.memory import AccessSite, StoreJournal, check_bounds, check_store_race, load
 from lowering.prepass import index_slice
 
 if TYPE_CHECKING:
@@ -126,8 +126,10 @@ class Interpreter:
 
     def __init__(self, launch: Launch, options: Options | None = None) -> None:
         self.launch = launch
+        options = options or Options.from_env()
         # Worker threads for independent chunks (NumPy releases the GIL in its loops).
-        self.workers = (options or Options.from_env()).workers
+        self.workers = options.workers
+        self.race_check = options.race_check
         self.fn: Function = launch.function
         facts = _facts(self.fn)
         # Iterations and programs are independent unless the kernel reads what it writes.
@@ -571,6 +573,10 @@ class Interpreter:
         index = frame.get(op.index)
         mask = frame.get(op.mask) if op.mask is not None else None
         check_bounds(self._site(op), index, mask, frame.pid)
+        if self.race_check and (self.checking or self.journal.mode != "direct"):
+            # (a launch written directly was checked by the pre-pass, before any write)
+            check_store_race(self._site(op), index, mask, frame.pid, (frame.size,) +
+                             op.value.shape)
         if self.checking:
             self._record_store_run(op, frame, index)
             return

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dsl.errors import OutOfBoundsError, SourceLoc
+from dsl.errors import DataRaceError, OutOfBoundsError, SourceLoc
 from lowering.lanes import LaneMask, Lanes, materialize
 
 
@@ -71,6 +71,64 @@ def check_bounds(site: AccessSite, index: object, mask: object | None, pid: np.n
     lane = int(np.ravel_multi_index(pos[1:], full.shape[1:])) if len(pos) > 1 else 0
     value = int(np.broadcast_to(idx, full.shape)[pos])
     _raise_oob(site, pid, row, lane, value)
+
+
+def check_store_race(site: AccessSite, index: object, mask: object | None, pid: np.ndarray,
+                     shape: tuple[int, ...]) -> None:
+    """Raise ``DataRaceError`` when two active lanes of one store, in different
+    programs or in one program's block, write the same element (a race without
+    atomics: the result would depend on the order). Rows of one program (loop
+    iterations run in order) may rewrite an element."""
+    if isinstance(index, Lanes) and (mask is None or isinstance(mask, LaneMask)):
+        first = index.base
+        # a LaneMask's leading valid lanes, per row (its rows may be one shared row)
+        counts = np.broadcast_to(mask.valid_counts(), first.shape) if mask is not None \
+            else np.full(first.shape, index.length, dtype=np.int64)
+        if first.shape[0] < 2:
+            return  # one row: its lanes are distinct
+        order = np.argsort(first, kind="stable")
+        start, count = first[order], counts[order]
+        active = count > 0
+        start, count, rows = start[active], count[active], order[active]
+        clash = np.nonzero(start[1:] < start[:-1] + count[:-1])[0]
+        for k in clash:
+            a, b = int(rows[k]), int(rows[k + 1])
+            if a < pid.shape[0] and b < pid.shape[0] and np.array_equal(pid[a], pid[b]):
+                continue
+            _raise_race(site, pid, (a, int(start[k + 1] - first[a])), (b, 0),
+                        int(start[k + 1]))
+        return
+    idx = np.broadcast_to(materialize(index), shape)
+    active = np.ones(shape, bool) if mask is None else np.broadcast_to(materialize(mask), shape)
+    flat, where = idx[active], np.nonzero(active)
+    if flat.size < 2:
+        return
+    order = np.argsort(flat, kind="stable")
+    same = np.nonzero(flat[order][1:] == flat[order][:-1])[0]
+    if same.size == 0:
+        return
+    rows = where[0]
+    lanes = np.ravel_multi_index(where[1:], shape[1:]) if len(shape) > 1 else \
+        np.zeros(flat.size, np.int64)
+    for k in same:
+        i, j = int(order[k]), int(order[k + 1])
+        ri, rj = int(rows[i]), int(rows[j])
+        if ri != rj and pid.shape[0] > max(ri, rj) and np.array_equal(pid[ri], pid[rj]):
+            continue  # one program's loop iterations, in order
+        _raise_race(site, pid, (ri, int(lanes[i])), (rj, int(lanes[j])), int(flat[i]))
+
+
+def _raise_race(site: AccessSite, pid: np.ndarray, first: tuple[int, int],
+                second: tuple[int, int], index: int) -> None:
+    def program(row: int) -> tuple[int, ...]:
+        return tuple(int(p) for p in pid[row]) if pid.shape[0] > row else (0, 0, 0)
+
+    raise DataRaceError(
+        f"{site.loc}: data race in kernel '{site.kernel}': two lanes store element {index} "
+        f"of tensor '{site.tensor}' without an atomic -- program id {program(first[0])} "
+        f"lane {first[1]} and program id {program(second[0])} lane {second[1]}, both at "
+        f"this line (use dsl.atomic_* to combine, or make the indices distinct; "
+        f"DSL_RACE_CHECK=0 turns the check off)\n{site.loc.excerpt()}")
 
 
 def _contiguous_run(offset: object, mask: object | None, rows: int | None = None

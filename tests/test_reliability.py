@@ -343,3 +343,75 @@ def test_exact_aliasing_stays_in_place_and_correct():
     y = x.copy()
     ops.binary_cross_entropy_backward(np.float32(1.0), x, y, None, "sum", out=x)
     np.testing.assert_array_equal(x, expected)
+
+
+# ----------------------------------------------------------------------------- races (point 10)
+
+
+@dsl.jit
+def racy_histogram(data, bins, n, BLOCK: dsl.constexpr):
+    i = dsl.program_id(0) * BLOCK + dsl.arange(0, BLOCK)
+    m = i < n
+    b = dsl.load(data, i, m)
+    dsl.store(bins, b, dsl.load(bins, b, m) + 1, m)  # not atomic: lanes collide
+
+
+@dsl.jit
+def every_program_writes_the_total(x, out, n, BLOCK: dsl.constexpr):
+    i = dsl.program_id(0) * BLOCK + dsl.arange(0, BLOCK)
+    dsl.store(out, dsl.arange(0, 1) * 0, dsl.sum(dsl.load(x, i, i < n), 0) + dsl.zeros((1,),
+                                                                                         dsl.float32))
+
+
+@dsl.jit
+def rewrite_in_order(out, n, BLOCK: dsl.constexpr):
+    for k in range(0, n):  # one program rewrites the same block: in order, not a race
+        dsl.store(out, dsl.arange(0, BLOCK), dsl.zeros((BLOCK,), dsl.int32) + k)
+
+
+def test_a_racy_histogram_is_reported_with_both_writers_and_writes_nothing():
+    data = (np.arange(100) % 7).astype(np.int32)
+    bins = np.zeros(7, np.int32)
+    with pytest.raises(dsl.DataRaceError, match="two lanes store element") as info:
+        racy_histogram[(4,)](data, bins, 100, BLOCK=32)
+    text = str(info.value)
+    assert "program id (0, 0, 0) lane" in text and "test_reliability.py" in text
+    assert not bins.any()
+
+
+def test_programs_storing_one_element_race_unless_the_check_is_off(monkeypatch):
+    x, out = np.ones(64, np.float32), np.zeros(1, np.float32)
+    with pytest.raises(dsl.DataRaceError, match="program id \\(0, 0, 0\\) lane 0 and program "
+                                                "id \\(1, 0, 0\\) lane 0"):
+        every_program_writes_the_total[(4,)](x, out, 64, BLOCK=16)
+    monkeypatch.setenv("DSL_RACE_CHECK", "0")
+    every_program_writes_the_total[(4,)](x, out, 64, BLOCK=16)
+    assert out[0] == 16.0
+
+
+def test_one_program_rewriting_in_order_and_tiles_are_not_races():
+    out = np.zeros(8, np.int32)
+    rewrite_in_order[(1,)](out, 5, BLOCK=8)
+    assert (out == 4).all()
+    x = np.arange(1000, dtype=np.float32)
+    result = ops.binary_cross_entropy_backward(np.float32(1.0), x / 1000 + 1e-3,
+                                               np.zeros(1000, np.float32), None, "none")
+    assert np.isfinite(result).all()
+
+
+@dsl.jit
+def overlapping_tiles(out, MASKED: dsl.constexpr):
+    lane = dsl.arange(0, 128)
+    where = dsl.program_id(0) * 100 + lane
+    if MASKED:
+        dsl.store(out, where, lane, lane < 100)  # rows cover 100 elements each: disjoint
+    else:
+        dsl.store(out, where, lane)  # 128-lane rows 100 apart overlap
+
+
+def test_tile_stores_race_only_where_their_active_lanes_overlap():
+    out = np.zeros(400, np.int32)
+    overlapping_tiles[(3,)](out, MASKED=True)
+    np.testing.assert_array_equal(out[:300], np.tile(np.arange(100), 3))
+    with pytest.raises(dsl.DataRaceError, match="element 100 of tensor 'out'"):
+        overlapping_tiles[(3,)](np.zeros(400, np.int32), MASKED=False)
