@@ -81,6 +81,7 @@ class _Emitter:
         self.last_line: tuple[str, int] | None = None
         self.reserved = {p.user_name for p in fn.params} | {"tl", "triton", "libdevice"}
         self.functions: list[list[str]] = []  # generated combine functions
+        self.param_roles = {p.value.uid: p.role for p in fn.params}
 
     # -- names
 
@@ -194,6 +195,38 @@ class _Emitter:
             results = f"{results},"
         self.emit(f"{results} = {call}({source}, {op.attrs['axis']}, {function}{extra})",
                   indent, op.loc)
+
+    def _provably_safe_divisor(self, v: Value) -> bool:
+        """A divisor that is never 0 or -1: a positive constant, or a tensor's size
+        (a hidden layout parameter), possibly cast or broadcast."""
+        while v.owner is not None and v.owner.defn.lanewise and not v.owner.defn.is_elementwise:
+            v = v.owner.source
+        constant = v.owner.constant if v.owner is not None else None
+        if constant is not None:
+            return not isinstance(constant, bool) and constant > 0
+        return self.param_roles.get(v.uid) in ("size", "dim")
+
+    def integer_division(self, op: Op, indent: int) -> None:
+        """``//`` and ``%`` on integers as the interpreter defines them (``x // 0`` and
+        ``x % 0`` give 0; ``MIN // -1`` wraps), without the hardware trap a plain
+        division would hit; divisors that are provably positive stay plain."""
+        opdef = op.defn.elementwise
+        assert opdef is not None
+        a, b = self.name(op.lhs), self.name(op.rhs)
+        dtype = op.result.dtype
+        if not dtype.is_int or dtype.is_bool or self._provably_safe_divisor(op.rhs):
+            self.elementwise(op, indent)
+            return
+        symbol = opdef.symbol
+        zero = f"tl.cast(0, {dtype.triton_name})"
+        one = f"tl.cast(1, {dtype.triton_name})"
+        bad = f"({b} == 0)" if dtype.is_unsigned else f"(({b} == 0) | ({b} == -1))"
+        safe = f"{a} {symbol} tl.where({bad}, {one}, {b})"
+        if symbol == "%" or dtype.is_unsigned:
+            expr = f"tl.where({bad}, {zero}, {safe})"
+        else:  # x // -1 is -x (wrapping), x // 0 is 0
+            expr = f"tl.where({b} == 0, {zero}, tl.where({b} == -1, -{a}, {safe}))"
+        self.emit(f"{self.define(op.result)} = {expr}", indent, op.loc)
 
     def op_yield(self, op: Op, indent: int) -> None:
         """Nothing here: ``op_for`` assigns the carried variables at the body's end."""
@@ -415,6 +448,8 @@ def _is_zero_offset_of(use: Op, v: Value) -> bool:
 # tests/test_registry.py fails when one is missing.
 EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
     **{kind: _Emitter.elementwise for kind, d in OPS.items() if d.is_elementwise},
+    "floordiv": _Emitter.integer_division,
+    "mod": _Emitter.integer_division,
     "const": _Emitter.op_const,
     "arange": _Emitter.op_arange,
     "program_id": _Emitter.op_program_id,
