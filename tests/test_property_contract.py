@@ -57,7 +57,7 @@ def valid_calls(draw):
     }
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(valid_calls())
 def test_every_operator_matches_its_reference(c):
     r, w, p = c["reduction"], c["weight"], c["pos_weight"]
@@ -152,7 +152,7 @@ def expected_status(tensors, reduction, shape) -> int:
     return 0
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(invalid_calls())
 def test_random_invalid_calls_give_the_predicted_status(call):
     tensors, reduction, shape = call
@@ -210,7 +210,7 @@ def expected_logits_status(tensors, out_dtype, reduction, shape) -> int:
     return 0
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(invalid_logits_calls())
 def test_random_invalid_logits_calls_give_the_predicted_status(call):
     tensors, out_dtype, reduction, shape = call

@@ -40,7 +40,7 @@ def strided_views(draw):
     return view, view
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(strided_views(), st.sampled_from([4, 16, 64]), st.integers(1, 5))
 def test_loads_through_any_layout_match_numpy(view_pair, block, programs):
     src, expected = view_pair
