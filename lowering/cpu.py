@@ -195,7 +195,7 @@ def compile_cpu(generated: GeneratedKernel, root: Path | None = None,
     folder.mkdir(parents=True, exist_ok=True)
     # the shim and the pre-pass are part of what the object is built from
     key = hashlib.sha256(f"{generated.digest}|{toolchain_versions()}|{options.llvm_root}|"
-                         f"{_SHIM_C}|{_SHIM_LL}|{_LIBM_ONLY.pattern}".encode())
+                         f"{_SHIM_C}|{_SHIM_LL}|{_LIBM_ONLY.pattern}|{_ANNOTATION.pattern}".encode())
     library = folder / f"{generated.name}_{key.hexdigest()[:20]}.so"
     with diskcache.locked(library.with_suffix(".lock")):
         cached = _cached_library(library)
@@ -267,11 +267,16 @@ def _refuse_library_calls(linalg: str, kernel: str) -> None:
             "implementation (run it in the interpreter; it lowers to HIVM for the NPU)")
 
 
+# Ascend layout hints (``annotation.mark %buf {MayImplicitTransposeWithLastAxis}``)
+# that upstream MLIR cannot parse; they carry no semantics for a CPU.
+_ANNOTATION = re.compile(r"^\s*annotation\.mark [^\n]*\n", re.MULTILINE)
+
+
 def _linalg_to_llir(linalg: str, llvm_root: Path) -> str:
     """triton-ascend's Linalg -> LLVM IR step, in a child process whose environment
     names the MLIR/LLVM installation (``lowering.llir_stage``)."""
     with workdir("llir") as work:
-        (work / "kernel.mlir").write_text(linalg)
+        (work / "kernel.mlir").write_text(_ANNOTATION.sub("", linalg))
         if _LIBM_ONLY.search(linalg):
             run_tool("llir", [llvm_root / "bin" / "mlir-opt", work / "kernel.mlir",
                               "--convert-math-to-libm", "-o", work / "kernel.mlir"])

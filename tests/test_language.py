@@ -1217,3 +1217,18 @@ def test_an_overflow_bishengir_finds_is_one_clean_error(toolchain):
     assert info.value.measured and info.value.needed > 196608
     assert "bishengir-compile found that it needs" in text and "Ascend910B4 has 196608" in text
     assert "Use a smaller block size" in text and "hivmc" not in text and "/tmp/" not in text
+
+
+@dsl.jit
+def dot_of_a_transposed_load(a, b, c):
+    i = dsl.arange(0, 16)
+    ta = dsl.load(a, i[:, None] * 16 + i[None, :])
+    tb = dsl.load(b, i[None, :] * 16 + i[:, None])  # read transposed
+    dsl.store(c, i[:, None] * 16 + i[None, :], dsl.dot(ta, tb))
+
+
+def test_dot_of_a_transposed_load_compiled_cpu_bit_exact(cpu_toolchain):  # noqa: F811
+    """Found by the gallery: triton-ascend marks such a buffer with an Ascend layout
+    annotation that upstream MLIR cannot parse; compiled-CPU mode drops the hint."""
+    x = np.random.default_rng(15).standard_normal((16, 16)).astype(np.float32)
+    differential(dot_of_a_transposed_load, (x, x.copy(), np.zeros_like(x)), {}, grid=(1,))
