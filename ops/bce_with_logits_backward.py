@@ -30,6 +30,20 @@ from ops.launch import mark_written, operand, result, scale_of, unaliased
 from ops.validation import BCE_WITH_LOGITS_BACKWARD, Checked, check_bce_with_logits_target_backward, validate
 
 
+INF = float("inf")
+
+
+@dsl.jit
+def _tail_term(xv, pv, tail):
+    """(pv - 1) * tail, also where tail = log1p(exp(-|x|)) underflows to 0 for a finite
+    x: its true value is positive, so an infinite pos_weight gives +-inf there, as
+    the spec's formula does (inf * 0 would give NaN); at x = -inf the term is 0, at
+    x = +inf it stays (pv - 1) * 0; a NaN pos_weight propagates."""
+    underflow = dsl.where(xv == -INF, 0.0, dsl.where(dsl.abs(pv) == INF, pv, 0.0))
+    underflow = dsl.where((xv == INF) | (pv != pv), (pv - 1.0) * tail, underflow)
+    return dsl.where(tail != 0.0, (pv - 1.0) * tail, underflow)
+
+
 @dsl.jit
 def bce_with_logits_target_backward_kernel(grad, x, w, pw, out, n, scale,
                                            HAS_WEIGHT: dsl.constexpr,
@@ -45,7 +59,7 @@ def bce_with_logits_target_backward_kernel(grad, x, w, pw, out, n, scale,
             pv = dsl.load(pw, idx, mask).to(dsl.float32)
             softplus_tail = dsl.log1p(dsl.exp(-dsl.abs(xv)))
             linear = dsl.where(xv >= 0.0, xv, pv * xv)
-            r = gv * ((pv - 1.0) * softplus_tail - linear)
+            r = gv * (_tail_term(xv, pv, softplus_tail) - linear)
         else:
             r = -xv * gv
         store_gradient(out, idx, mask, r, w, scale, HAS_WEIGHT, APPLY_SCALE)

@@ -415,3 +415,25 @@ def test_tile_stores_race_only_where_their_active_lanes_overlap():
     np.testing.assert_array_equal(out[:300], np.tile(np.arange(100), 3))
     with pytest.raises(dsl.DataRaceError, match="element 100 of tensor 'out'"):
         overlapping_tiles[(3,)](np.zeros(400, np.int32), MASKED=False)
+
+
+# ----------------------------------------------------------------------------- point 8
+
+
+def test_infinite_pos_weight_gives_the_spec_infinities_not_nan():
+    """Issue 12, point 8: pos_weight = inf with logits -inf or -200 gave NaN where the
+    spec's formula (and torch) give +-inf."""
+    x = np.array([-np.inf, -200.0, -100.0, -20.0, 0.0, 20.0, 100.0, 200.0, np.inf], np.float32)
+    for p in (np.inf, -np.inf, 2.0, np.nan):
+        pw = np.full(x.shape, p, np.float32)
+        for y in (0.0, 0.5, 1.0):
+            target = np.full(x.shape, y, np.float32)
+            got = ops.binary_cross_entropy_with_logits_target_backward(
+                np.float32(1.0), x, target, None, pw, "none")
+            want = np.asarray(ops.bce_with_logits_target_backward_reference(
+                np.float32(1.0), x, target, None, pw, "none"))
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"p={p}")
+            finite = np.isfinite(want)
+            np.testing.assert_array_equal(got[~finite & ~np.isnan(want)],
+                                          want[~finite & ~np.isnan(want)])
+            np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5, atol=1e-30)
