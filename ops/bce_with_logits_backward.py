@@ -29,7 +29,6 @@ from ops.kernel_parts import store_gradient
 from ops.launch import mark_written, operand, result, scale_of, unaliased
 from ops.validation import BCE_WITH_LOGITS_BACKWARD, Checked, check_bce_with_logits_target_backward, validate
 
-
 INF = float("inf")
 
 
