@@ -90,8 +90,11 @@ class LoweredKernel:
     def ub_report(self) -> str:
         est, real, cap = self.ub_estimate_bytes, self.ub_measured_bytes, self.ub_capacity_bytes
         ratio = f"{est / real:.2f}x" if real else "n/a"
-        return (f"UB: estimate {est} B, measured {real} B (high-water mark of UB pointer_casts), "
-                f"capacity {cap} B; estimate/measured {ratio}")
+        kind = self.extra.get("ub_estimate_kind", "static")
+        trust = "from two probe compiles" if kind == "calibrated" else \
+            "static liveness model, not trusted: bishengir decided"
+        return (f"UB: estimate {est} B ({trust}), measured {real} B (high-water mark of UB "
+                f"pointer_casts), capacity {cap} B; estimate/measured {ratio}")
 
 
 def cache_dir(options: Options | None = None) -> Path:
@@ -208,7 +211,8 @@ def lower(fn: Function, target: Target, root: Path | None = None,
     measured = ub.measured_bytes(hivm)
     capacity = ub.capacity_bytes(hivm) or capacity
     return LoweredKernel(fn.name, target, kernel, ttir, linalg, hivm, stages, estimate, measured,
-                         capacity, path)
+                         capacity, path,
+                         {"ub_estimate_kind": "static" if ub_estimate is None else "calibrated"})
 
 
 class TritonFrontEnd:

@@ -34,13 +34,12 @@ INF = float("inf")
 
 @dsl.jit
 def _tail_term(xv, pv, tail):
-    """(pv - 1) * tail, also where tail = log1p(exp(-|x|)) underflows to 0 for a finite
-    x: its true value is positive, so an infinite pos_weight gives +-inf there, as
-    the spec's formula does (inf * 0 would give NaN); at x = -inf the term is 0, at
-    x = +inf it stays (pv - 1) * 0; a NaN pos_weight propagates."""
-    underflow = dsl.where(xv == -INF, 0.0, dsl.where(dsl.abs(pv) == INF, pv, 0.0))
-    underflow = dsl.where((xv == INF) | (pv != pv), (pv - 1.0) * tail, underflow)
-    return dsl.where(tail != 0.0, (pv - 1.0) * tail, underflow)
+    """(pv - 1) * tail, also where tail = log1p(exp(-|x|)) underflows to 0 for x below
+    +inf: its true value is positive, so an infinite pos_weight gives that infinity
+    there, as the spec's formula does (inf * 0 would give NaN). At x = +inf the tail is
+    exactly 0 and (pv - 1) * 0 stays, as in the spec; a NaN pos_weight propagates."""
+    underflow = (tail == 0.0) & (dsl.abs(pv) == INF) & (xv != INF)
+    return dsl.where(underflow, pv, (pv - 1.0) * tail)
 
 
 @dsl.jit
