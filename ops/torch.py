@@ -162,10 +162,29 @@ torch.library.register_autograd(f"{NAMESPACE}::binary_cross_entropy_with_logits"
 # ----------------------------------------------------------------------------- drop-ins
 
 
+def _refuse_forward_mode(*tensors: Tensor | None) -> None:
+    """Forward-mode AD (``torch.func.jvp``, dual tensors) has no formula here: raise
+    instead of letting torch return a zero tangent."""
+    if torch.compiler.is_compiling():
+        return  # traced by torch.compile: no transform is active
+    from torch._C._functorch import TransformType, peek_interpreter_stack
+
+    interpreter = peek_interpreter_stack()
+    dual = any(t is not None and torch.autograd.forward_ad.unpack_dual(t).tangent is not None
+               for t in tensors)
+    if dual or (interpreter is not None and interpreter.key() == TransformType.Jvp):
+        raise NotImplementedError(
+            "forward-mode AD (torch.func.jvp, dual tensors) is not supported by the "
+            "ascend_dsl losses: only reverse-mode gradients are (use torch.nn.functional "
+            "for jvp)")
+
+
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          reduction: str = "mean") -> Tensor:
     """Drop-in for ``torch.nn.functional.binary_cross_entropy`` (CPU tensors here).
-    Like torch's CPU kernel it refuses probabilities outside [0, 1] (NaN included)."""
+    Like torch's CPU kernel it refuses probabilities outside [0, 1] (NaN included).
+    Forward-mode AD raises ``NotImplementedError``."""
+    _refuse_forward_mode(input, target, weight)
     with torch.no_grad():
         if not bool(((input >= 0) & (input <= 1)).all()):
             raise RuntimeError("all elements of input should be between 0 and 1")
@@ -176,5 +195,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
                                      reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:
     """Drop-in for ``torch.nn.functional.binary_cross_entropy_with_logits``; its
-    gradient w.r.t. ``target`` comes from this project's kernel too."""
+    gradient w.r.t. ``target`` comes from this project's kernel too. Forward-mode AD
+    raises ``NotImplementedError``."""
+    _refuse_forward_mode(input, target, weight, pos_weight)
     return bce_with_logits_op(input, target, weight, pos_weight, parse_reduction(reduction))

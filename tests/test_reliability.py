@@ -437,3 +437,26 @@ def test_infinite_pos_weight_gives_the_spec_infinities_not_nan():
             np.testing.assert_array_equal(got[~finite & ~np.isnan(want)],
                                           want[~finite & ~np.isnan(want)])
             np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5, atol=1e-30)
+
+
+def test_forward_mode_ad_raises_instead_of_a_silent_zero_tangent():
+    """Issue 12, point 9: jvp returned a zero tangent; now it says it is unsupported,
+    and reverse mode keeps working."""
+    torch = _torch()
+    import ops.torch as ot
+
+    x, y = torch.rand(4) * 0.8 + 0.1, torch.rand(4)
+    with pytest.raises(NotImplementedError, match="forward-mode AD"):
+        torch.func.jvp(lambda a: ot.binary_cross_entropy(a, y), (x,), (torch.ones(4),))
+    with pytest.raises(NotImplementedError, match="forward-mode AD"):
+        torch.func.jvp(lambda a: ot.binary_cross_entropy_with_logits(a, y), (x,),
+                       (torch.ones(4),))
+    import torch.autograd.forward_ad as fwad
+
+    with fwad.dual_level(), pytest.raises(NotImplementedError, match="forward-mode AD"):
+        ot.binary_cross_entropy_with_logits(fwad.make_dual(x, torch.ones(4)), y)
+    xr = x.clone().requires_grad_(True)
+    (g,) = torch.autograd.grad(ot.binary_cross_entropy(xr, y), xr)
+    xt = x.clone().requires_grad_(True)
+    (want,) = torch.autograd.grad(torch.nn.functional.binary_cross_entropy(xt, y), xt)
+    torch.testing.assert_close(g, want)
