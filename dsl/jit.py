@@ -47,7 +47,14 @@ from dsl.ir import Function, Param
 from dsl.options import Options
 from dsl.passes import optimize
 from dsl.targets import DEFAULT_PROGRAMS, get_target
-from dsl.views import DeviceTensorView, TensorView, bind_view, is_torch_tensor, mark_written
+from dsl.views import (
+    DeviceTensorView,
+    TensorView,
+    bind_view,
+    is_torch_tensor,
+    mark_written,
+    partially_overlaps,
+)
 
 Grid = int | Sequence[int] | Callable[[dict[str, Any]], Sequence[int]]
 
@@ -353,6 +360,14 @@ class JITFunction(InlinableKernel):
             c = value.coalesced()
             tensors[name] = BoundTensor(name, value, value.kernel_buffer(), c.sizes, c.strides,
                                         c.base)
+        for name in stored & set(tensors):
+            for other, bound in tensors.items():
+                if other != name and partially_overlaps(tensors[name].view, bound.view):
+                    raise self._def_error(
+                        f"arguments {name!r} and {other!r} partially overlap in memory: some "
+                        f"elements of {other!r} are written through {name!r} by other lanes, "
+                        "so the result would depend on the order programs run in (pass the "
+                        "same view to both, or copy one of them)")
         runtime = self.runtime_arguments(fn, binding.values, tensors)
         return Launch(fn, tuple(runtime), grid3, tensors)
 

@@ -88,6 +88,23 @@ def is_torch_tensor(obj: Any) -> bool:
     return type(obj).__module__.startswith("torch") and hasattr(obj, "detach")
 
 
+def same_elements(a: TensorView, b: TensorView) -> bool:
+    """True when two views address exactly the same elements in the same order."""
+    start = a.buffer.ctypes.data + a.base * a.buffer.itemsize
+    other = b.buffer.ctypes.data + b.base * b.buffer.itemsize
+    return (a.shape, a.strides, a.buffer.dtype, start) == (b.shape, b.strides, b.buffer.dtype,
+                                                           other)
+
+
+def partially_overlaps(a: TensorView, b: TensorView | None) -> bool:
+    """``a`` shares memory with ``b`` without being exactly the same view (an exact
+    alias, ``out is input``, is safe for elementwise work: each element is read and
+    written by the same lane)."""
+    if b is None or a.numel == 0 or b.numel == 0:
+        return False
+    return bool(np.may_share_memory(a.buffer, b.buffer)) and not same_elements(a, b)
+
+
 def mark_written(obj: Any) -> Any:
     """Tell autograd that a torch tensor was written in place: its version counter
     moves, so a backward through a saved use of it raises "modified by an inplace

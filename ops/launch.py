@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from dsl.jit import is_planning
-from dsl.views import TensorView, as_view, broadcast_to, mark_written
+from dsl.views import TensorView, as_view, broadcast_to, mark_written, partially_overlaps
 
 __all__ = ["mark_written", "operand", "partially_overlaps", "result", "scale_of", "unaliased"]
 from ops import status
@@ -34,24 +34,6 @@ def result(out: Any, input: Any, checked: Checked,
     if view.is_broadcast or not view.buffer.flags.writeable:
         raise status.invalid("out must be writeable and must not be a broadcast (stride 0) view")
     return out, view
-
-
-def _same_elements(a: TensorView, b: TensorView) -> bool:
-    """True when two views address exactly the same elements in the same order."""
-    start = a.buffer.ctypes.data + a.base * a.buffer.itemsize
-    other = b.buffer.ctypes.data + b.base * b.buffer.itemsize
-    return (a.shape, a.strides, a.buffer.dtype, start) == (b.shape, b.strides, b.buffer.dtype,
-                                                           other)
-
-
-def partially_overlaps(out: TensorView, operand: TensorView | None) -> bool:
-    """``out`` shares memory with ``operand`` without being exactly the same view (an
-    exact alias, ``out is input``, is safe for elementwise kernels: each element is
-    read and written by the same lane)."""
-    if operand is None or out.numel == 0 or operand.numel == 0:
-        return False
-    return bool(np.may_share_memory(out.buffer, operand.buffer)) and \
-        not _same_elements(out, operand)
 
 
 @contextlib.contextmanager

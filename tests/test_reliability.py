@@ -460,3 +460,23 @@ def test_forward_mode_ad_raises_instead_of_a_silent_zero_tangent():
     xt = x.clone().requires_grad_(True)
     (want,) = torch.autograd.grad(torch.nn.functional.binary_cross_entropy(xt, y), xt)
     torch.testing.assert_close(g, want)
+
+
+@dsl.jit
+def shift_copy(x, out, n, BLOCK: dsl.block_size):
+    for start in dsl.tile_range(0, n, BLOCK):
+        i = start + dsl.arange(0, BLOCK)
+        dsl.store(out, i, dsl.load(x, i, i < n) * 2.0, i < n)
+
+
+def test_a_dsl_kernel_whose_stores_partially_overlap_its_loads_is_refused():
+    """Issue 12, point 3 for custom kernels: partially overlapping arguments are refused
+    before anything runs (the answer would depend on the order programs run in); the
+    same view passed twice (in place) stays fine, at any size."""
+    buf = np.arange(BIG + 1, dtype=np.float32)
+    with pytest.raises(dsl.DSLLaunchError, match="'out' and 'x' partially overlap"):
+        shift_copy(buf[:-1], buf[1:], BIG)
+    np.testing.assert_array_equal(buf, np.arange(BIG + 1, dtype=np.float32))
+    x = np.arange(BIG, dtype=np.float32)
+    shift_copy(x, x, BIG)
+    np.testing.assert_array_equal(x, np.arange(BIG, dtype=np.float32) * 2)
