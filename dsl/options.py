@@ -21,8 +21,11 @@ Environment variables (all optional):
   programs; 0 or unset means one per core, at most 8; 1 runs on the calling thread.
 - ``DSL_LLVM_ROOT``: the MLIR/LLVM 19 installation compiled-CPU mode uses; default
   ``/usr/lib/llvm-19``.
-- ``DSL_RACE_CHECK=0``: turn off the interpreter's check that no two programs (or
-  lanes of one block) store to one element without an atomic.
+- ``DSL_RACE_CHECK``: the interpreter's race detector. ``fast`` (the default):
+  no two programs (or lanes of one block) store to one element in one store op.
+  ``full``: also across store ops and loads, over the whole launch -- an element
+  written by one program and written or read by another is a race (costs two int32
+  arrays per stored tensor). ``0``/``off`` turns it off.
 """
 
 from __future__ import annotations
@@ -42,6 +45,18 @@ def _flag(value: str | None) -> bool:
     return value not in (None, "", "0")
 
 
+def _race_mode(value: str) -> str:
+    """DSL_RACE_CHECK: unset or 1 -> fast, 0/off -> off, full -> full."""
+    value = value.strip().lower()
+    if value in ("", "1", "fast", "on"):
+        return "fast"
+    if value in ("0", "off"):
+        return "off"
+    if value == "full":
+        return "full"
+    raise ValueError(f"DSL_RACE_CHECK must be 0, 1, off, fast or full, got {value!r}")
+
+
 @dataclass(frozen=True)
 class Options:
     """Compiler and backend settings (see the module doc for the environment)."""
@@ -52,7 +67,7 @@ class Options:
     cache_dir: Path | None = None  # None: ~/.cache/ascend-dsl
     interpreter_threads: int = 0  # 0: one per core, at most MAX_DEFAULT_WORKERS
     llvm_root: Path = DEFAULT_LLVM_ROOT
-    race_check: bool = True  # the interpreter reports stores that collide
+    race_check: str = "fast"  # "fast", "full" or "off" (see the module doc)
 
     def __post_init__(self) -> None:
         if not isinstance(self.backend, str) or not self.backend:
@@ -62,6 +77,9 @@ class Options:
                              f"{self.interpreter_threads!r}")
         if self.cache_dir is not None and not isinstance(self.cache_dir, Path):
             object.__setattr__(self, "cache_dir", Path(self.cache_dir))
+        if self.race_check not in ("fast", "full", "off"):
+            raise ValueError(f"Options.race_check must be fast, full or off, got "
+                             f"{self.race_check!r}")
         if not isinstance(self.llvm_root, Path):
             object.__setattr__(self, "llvm_root", Path(self.llvm_root))
 
@@ -82,7 +100,7 @@ class Options:
                    cache_dir=Path(cache) if cache else None,
                    interpreter_threads=thread_count,
                    llvm_root=Path(env.get("DSL_LLVM_ROOT") or DEFAULT_LLVM_ROOT),
-                   race_check=env.get("DSL_RACE_CHECK", "1") not in ("0", ""))
+                   race_check=_race_mode(env.get("DSL_RACE_CHECK", "")))
 
     def replace(self, **changes: Any) -> Options:
         """A copy with ``changes`` applied (validated like a new record)."""

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dsl import philox
-from dsl.errors import DeviceAssertionError, DSLRuntimeError
+from dsl.errors import DataRaceError, DeviceAssertionError, DSLRuntimeError
 from dsl.ir import Block, Function, Op, Value, walk_block
 from dsl.numerics import apply_atomics, arg_fold, bitcast_array, cast_array, scan_in_order
 from dsl.numerics import dot as dot_product
@@ -129,7 +129,12 @@ class Interpreter:
         options = options or Options.from_env()
         # Worker threads for independent chunks (NumPy releases the GIL in its loops).
         self.workers = options.workers
-        self.race_check = options.race_check
+        self.race_check = options.race_check != "off"
+        # the full race check: per stored tensor, which program wrote (and read) each
+        # element in this launch (-1: nobody, -2: several programs read it)
+        self.full_race = options.race_check == "full"
+        self.writers: dict[str, np.ndarray] = {}
+        self.readers: dict[str, np.ndarray] = {}
         self.fn: Function = launch.function
         facts = _facts(self.fn)
         # Iterations and programs are independent unless the kernel reads what it writes.
@@ -137,7 +142,10 @@ class Interpreter:
         self.index_slice = facts.index_slice
         # "direct" once the pre-pass has proved every access in bounds; a kernel that
         # may fail while it runs (device_assert) keeps what it overwrites, to undo it.
-        self.may_fail = may_fail = facts.may_fail  # also: prints stay in program order
+        # IO ops may fail mid-launch (and prints stay in program order); a race the
+        # full check finds late is undone too
+        self.may_fail = may_fail = facts.may_fail or self.full_race
+        self.stored = facts.stored
         self.journal = StoreJournal("direct" if self.index_slice is not None and not may_fail
                                     else "deferred" if self.independent else "undo")
         self.only: set[int] | None = None  # during the pre-pass: the ops to run
@@ -556,6 +564,8 @@ class Interpreter:
         check_bounds(self._site(op), index, mask, frame.pid)
         if self.checking:
             return
+        if self.full_race and op.tensor in self.stored:
+            self._track(op, frame, index, mask, write=False)
         offset = frame.get(op.offset)
         other = frame.get(op.other) if op.other is not None else None
         if isinstance(mask, LaneMask) and mask.all_true():
@@ -580,10 +590,47 @@ class Interpreter:
         if self.checking:
             self._record_store_run(op, frame, index)
             return
+        if self.full_race:
+            self._track(op, frame, index, mask, write=True)
         offset, value = frame.get(op.offset), frame.get(op.value)
         rows = frame.size
         shape = (rows,) + op.value.shape
         self.journal.store(tensor.buffer, offset, materialize(value), mask, shape)
+
+    def _track(self, op: Op, frame: Frame, index: Any, mask: Any, write: bool) -> None:
+        """The full race check: an element one program writes may be neither written
+        nor read by another program in the same launch (atomics excepted)."""
+        shape = (frame.size,) + (op.value.shape if write else op.result.shape)
+        idx = np.broadcast_to(materialize(index), shape)
+        active = np.ones(shape, bool) if mask is None else \
+            np.broadcast_to(materialize(mask), shape)
+        gx, gy, _ = self.launch.grid
+        pid = frame.pid.astype(np.int64)
+        program = pid[:, 0] + gx * (pid[:, 1] + gy * pid[:, 2])
+        program = np.broadcast_to(program.reshape((-1,) + (1,) * (len(shape) - 1)), shape)
+        where, who = idx[active].astype(np.int64), program[active]
+        numel = self.launch.tensors[op.tensor].view.numel
+        writers = self.writers.setdefault(op.tensor, np.full(numel, -1, np.int64))
+        readers = self.readers.setdefault(op.tensor, np.full(numel, -1, np.int64))
+        previous, seen = writers[where], readers[where]
+        clash = (previous != -1) & (previous != who)
+        if write:
+            clash |= (seen != -1) & (seen != who)
+        if clash.any():
+            k = int(np.argmax(clash))
+            by_writer = bool(previous[k] != -1 and previous[k] != who[k])
+            other = int(previous[k] if by_writer else seen[k])
+            raise DataRaceError(
+                f"{op.loc}: data race in kernel '{self.fn.name}' (full check): element "
+                f"{int(where[k])} of tensor '{op.tensor}' is "
+                f"{'written' if write else 'read'} by program {int(who[k])} and "
+                f"{'written' if by_writer else 'read'} by "
+                f"{'program ' + str(other) if other >= 0 else 'several programs'} in the "
+                f"same launch\n{op.loc.excerpt()}")
+        if write:
+            writers[where] = who
+        else:
+            readers[where] = np.where((seen == -1) | (seen == who), who, -2)
 
     def _atomic(self, op: Op, frame: Frame, compare: Value | None) -> None:
         """Atomics: lanes apply one at a time in row (program) order, then lane order;

@@ -49,6 +49,8 @@ def test_options_are_frozen_and_replace_validates():
     assert opts.replace(interpreter_threads=2).workers == 2
     with pytest.raises(ValueError, match="backend"):
         opts.replace(backend="")
+    with pytest.raises(ValueError, match="race_check"):
+        opts.replace(race_check="sometimes")
 
 
 def test_importing_reads_no_environment_and_calls_read_it_then():

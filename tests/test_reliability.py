@@ -480,3 +480,38 @@ def test_a_dsl_kernel_whose_stores_partially_overlap_its_loads_is_refused():
     x = np.arange(BIG, dtype=np.float32)
     shift_copy(x, x, BIG)
     np.testing.assert_array_equal(x, np.arange(BIG, dtype=np.float32) * 2)
+
+
+@dsl.jit
+def reads_the_neighbours_block(buf, n, BLOCK: dsl.constexpr):
+    pid = dsl.program_id(0)
+    mine = pid * BLOCK + dsl.arange(0, BLOCK)
+    dsl.store(buf, mine, dsl.zeros((BLOCK,), dsl.float32) + pid.to(dsl.float32), mine < n)
+    theirs = (mine + BLOCK) % n  # the next program's block: written by another program
+    dsl.store(buf, mine, dsl.load(buf, theirs), mine < n)
+
+
+@dsl.jit
+def two_stores_collide(out, BLOCK: dsl.constexpr):
+    pid = dsl.program_id(0)
+    i = dsl.arange(0, BLOCK)
+    dsl.store(out, pid * BLOCK + i, i)
+    dsl.store(out, (pid + 1) % 2 * BLOCK + i, i * 2)  # the other program's elements
+
+
+def test_the_full_race_check_finds_what_the_fast_one_cannot(monkeypatch):
+    buf = np.zeros(64, np.float32)
+    reads_the_neighbours_block[(4,)](buf, 64, BLOCK=16)  # fast: each store is clean
+    out = np.zeros(32, np.int32)
+    two_stores_collide[(2,)](out, BLOCK=16)
+    monkeypatch.setenv("DSL_RACE_CHECK", "full")
+    buf[:] = -1.0
+    with pytest.raises(dsl.DataRaceError, match="full check.*read by program .* and written"):
+        reads_the_neighbours_block[(4,)](buf, 64, BLOCK=16)
+    assert (buf == -1.0).all()  # undone
+    with pytest.raises(dsl.DataRaceError, match="full check.*written by program .* and written"):
+        two_stores_collide[(2,)](np.zeros(32, np.int32), BLOCK=16)
+    # the operators' kernels are race-free under the full check too
+    x = np.linspace(0.1, 0.9, 5000).astype(np.float32)
+    ops.binary_cross_entropy_backward(np.float32(1.0), x, x[::-1].copy(), None, "mean")
+    ops.binary_cross_entropy_with_logits(x, x, reduction="sum")
