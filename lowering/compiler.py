@@ -93,8 +93,11 @@ class LoweredKernel:
         kind = self.extra.get("ub_estimate_kind", "static")
         trust = "from two probe compiles" if kind == "calibrated" else \
             "static liveness model, not trusted: bishengir decided"
+        others = "; ".join(f"{name} {used} of {capacity} B" for name, (used, capacity)
+                           in ub.memory_use(self.hivm).items() if name != "UB")
         return (f"UB: estimate {est} B ({trust}), measured {real} B (high-water mark of UB "
-                f"pointer_casts), capacity {cap} B; estimate/measured {ratio}")
+                f"pointer_casts), capacity {cap} B; estimate/measured {ratio}"
+                + (f"; Cube unit: {others}" if others else ""))
 
 
 def cache_dir(options: Options | None = None) -> Path:
@@ -203,11 +206,12 @@ def lower(fn: Function, target: Target, root: Path | None = None,
         ttir, linalg, hivm = compile_triton(jit_fn, kernel.signature, {}, target, stages,
                                             kernel, path)
     except LoweringError as err:
-        needed = ub.reported_overflow(str(err))
-        if needed is None:
+        overflow = ub.reported_overflow(str(err))
+        if overflow is None:
             raise
+        memory, needed, available = overflow
         raise ub.UBOverflowError(fn.name, target, needed, None, live, measured=True,
-                                 loc=err.loc) from None
+                                 loc=err.loc, memory=memory, capacity=available) from None
     measured = ub.measured_bytes(hivm)
     capacity = ub.capacity_bytes(hivm) or capacity
     return LoweredKernel(fn.name, target, kernel, ttir, linalg, hivm, stages, estimate, measured,

@@ -34,8 +34,13 @@ from dsl.opdefs import OPS
 _ELEMENT_BITS = {"f32": 32, "f16": 16, "bf16": 16, "f64": 64, "i1": 8, "i8": 8, "i16": 16,
                  "i32": 32, "i64": 64}
 _POINTER_CAST = re.compile(r"hivm\.hir\.pointer_cast\(([^)]*)\)\s*:\s*memref<([^>]*?),\s*"
-                           r"#hivm\.address_space<ub>>")
+                           r"#hivm\.address_space<(\w+)>>")
 _UB_SIZE = re.compile(r'"UB_SIZE",\s*(\d+)')
+# The on-chip memories bishengir plans (address space -> the device spec's size entry
+# and the name Ascend's documentation uses): the vector unit's Unified Buffer, and the
+# Cube unit's L1 and L0 buffers, which dot kernels use instead of UB.
+MEMORIES = {"ub": ("UB_SIZE", "UB"), "cbuf": ("L1_SIZE", "L1"), "ca": ("L0A_SIZE", "L0A"),
+            "cb": ("L0B_SIZE", "L0B"), "cc": ("L0C_SIZE", "L0C")}
 
 
 @dataclass(frozen=True)
@@ -78,19 +83,25 @@ class UBOverflowError(DSLError):
     to the backend."""
 
     def __init__(self, kernel: str, target: object, needed: int, block: int | None,
-                 live: UBEstimate, measured: bool = False, loc: Any = None) -> None:
+                 live: UBEstimate, measured: bool = False, loc: Any = None,
+                 memory: str = "UB", capacity: int | None = None) -> None:
         self.needed = needed
         self.live = live
         self.measured = measured
         self.loc = loc
-        capacity = getattr(target, "ub_bytes", None)
+        self.memory = memory
+        if capacity is None:
+            capacity = getattr(target, "ub_bytes", None)
         at = f" at BLOCK={block}" if block else ""
         how = "bishengir-compile found that it needs" if measured else "needs about"
         where = f"\n{loc}: in your kernel:\n{loc.excerpt()}" if loc is not None else ""
+        what = "Unified Buffer" if memory == "UB" else f"the Cube unit's {memory} buffer"
+        buffers = f"; the tile buffers live at the peak are {live.describe()}" \
+            if memory == "UB" else ""
         super().__init__(
-            f"kernel '{kernel}'{at} {how} {needed} bytes of Unified Buffer but "
-            f"{getattr(target, 'name', target)} has {capacity}; the tile buffers live at "
-            f"the peak are {live.describe()}. Use a smaller block size.{where}")
+            f"kernel '{kernel}'{at} {how} {needed} bytes of {what} but "
+            f"{getattr(target, 'name', target)} has {capacity}{buffers}. Use a smaller "
+            f"block size.{where}")
 
 
 def _bytes(v: Value) -> int:
@@ -207,19 +218,28 @@ def static_estimate(fn: Function) -> UBEstimate:
     return UBEstimate(best[0], best[1])
 
 
-_REPORTED_OVERFLOW = re.compile(r"ub overflow, requires (\d+) bits while (\d+) bits available")
+_REPORTED_OVERFLOW = re.compile(r"\b(\w+) overflow, requires (\d+) bits while (\d+) bits "
+                                r"available")
 
 
-def reported_overflow(text: str) -> int | None:
-    """Bytes of UB bishengir-compile said a kernel needs, when it refused it."""
+def reported_overflow(text: str) -> tuple[str, int, int] | None:
+    """(memory, bytes needed, bytes available) when bishengir-compile refused a kernel
+    for overflowing an on-chip memory (UB, or the Cube unit's L1/L0 buffers)."""
     match = _REPORTED_OVERFLOW.search(text)
-    return int(match.group(1)) // 8 if match else None
+    if not match:
+        return None
+    space = match.group(1).lower()
+    name = MEMORIES.get(space, (None, space.upper()))[1]
+    return name, int(match.group(2)) // 8, int(match.group(3)) // 8
 
 
-def measured_bytes(hivm: str) -> int:
-    """High-water mark of the UB buffers planned in a HIVM module."""
+def measured_bytes(hivm: str, space: str = "ub") -> int:
+    """High-water mark of the buffers planned in one on-chip memory of a HIVM module
+    (``space``: an address space of ``MEMORIES``; UB by default)."""
     high = 0
-    for operands, memref in _POINTER_CAST.findall(hivm):
+    for operands, memref, where in _POINTER_CAST.findall(hivm):
+        if where != space:
+            continue
         offsets = [int(m) for m in re.findall(r"%c(\d+)_i64", operands)]
         *dims, element = memref.split("x")
         if any(not d.isdigit() for d in dims) or element not in _ELEMENT_BITS:
@@ -228,6 +248,17 @@ def measured_bytes(hivm: str) -> int:
         for offset in offsets:
             high = max(high, offset + size)
     return high
+
+
+def memory_use(hivm: str) -> dict[str, tuple[int, int | None]]:
+    """(high-water mark, capacity) in bytes of every on-chip memory the module uses."""
+    use = {}
+    for space, (entry, name) in MEMORIES.items():
+        used = measured_bytes(hivm, space)
+        if used or space == "ub":
+            match = re.search(rf'"{entry}",\s*(\d+)', hivm)
+            use[name] = (used, int(match.group(1)) // 8 if match else None)
+    return use
 
 
 def capacity_bytes(hivm: str) -> int | None:

@@ -1232,3 +1232,21 @@ def test_dot_of_a_transposed_load_compiled_cpu_bit_exact(cpu_toolchain):  # noqa
     annotation that upstream MLIR cannot parse; compiled-CPU mode drops the hint."""
     x = np.random.default_rng(15).standard_normal((16, 16)).astype(np.float32)
     differential(dot_of_a_transposed_load, (x, x.copy(), np.zeros_like(x)), {}, grid=(1,))
+
+
+def test_dot_tiles_report_the_cube_memories_and_their_overflow(toolchain):
+    """A dot's tiles live in the Cube unit's L1 and L0 buffers, not UB: the report
+    shows them, and tiles too large for L0C are one clean error."""
+    from lowering.ub import UBOverflowError
+
+    spec = dsl.tensor_spec("float16")
+    lowered = matmul.lower(spec, spec, dsl.tensor_spec("float32"), 512, 512, 512, BM=64,
+                           BN=64, BK=32, target="Ascend910B4")
+    report = lowered.ub_report()
+    assert "Cube unit: L1 " in report and "L0C " in report
+    with pytest.raises(UBOverflowError) as info:
+        matmul.lower(spec, spec, dsl.tensor_spec("float32"), 512, 512, 512, BM=256, BN=256,
+                     BK=128, target="Ascend910B4")
+    text = str(info.value)
+    assert info.value.memory == "L0C" and "the Cube unit's L0C buffer but Ascend910B4 has" in text
+    assert "hivmc" not in text and "Use a smaller block size" in text
