@@ -90,9 +90,10 @@ class LoweredKernel:
     def ub_report(self) -> str:
         est, real, cap = self.ub_estimate_bytes, self.ub_measured_bytes, self.ub_capacity_bytes
         ratio = f"{est / real:.2f}x" if real else "n/a"
-        kind = self.extra.get("ub_estimate_kind", "static")
+        kind = self.extra.get("ub_estimate_kind", "compiled")
         trust = "from two probe compiles" if kind == "calibrated" else \
-            "static liveness model, not trusted: bishengir decided"
+            ("not sure before compiling, so compiled to find out; the static liveness "
+             f"model said {self.extra.get('ub_static_estimate', '?')} B")
         others = "; ".join(f"{name} {used} of {capacity} B" for name, (used, capacity)
                            in ub.memory_use(self.hivm).items() if name != "UB")
         return (f"UB: estimate {est} B ({trust}), measured {real} B (high-water mark of UB "
@@ -214,9 +215,14 @@ def lower(fn: Function, target: Target, root: Path | None = None,
                                  loc=err.loc, memory=memory, capacity=available) from None
     measured = ub.measured_bytes(hivm)
     capacity = ub.capacity_bytes(hivm) or capacity
+    if ub_estimate is None:
+        # Not sure before compiling, so compiled to find out: the estimate is what
+        # bishengir planned; the static model's figure is kept for comparison.
+        return LoweredKernel(fn.name, target, kernel, ttir, linalg, hivm, stages, measured,
+                             measured, capacity, path,
+                             {"ub_estimate_kind": "compiled", "ub_static_estimate": estimate})
     return LoweredKernel(fn.name, target, kernel, ttir, linalg, hivm, stages, estimate, measured,
-                         capacity, path,
-                         {"ub_estimate_kind": "static" if ub_estimate is None else "calibrated"})
+                         capacity, path, {"ub_estimate_kind": "calibrated"})
 
 
 class TritonFrontEnd:
