@@ -213,6 +213,8 @@ def apply_atomics(read: Callable[[np.ndarray], np.ndarray],
     old = np.empty_like(values)
     if count == 0:
         return old
+    if compare is None and op == "add" and values.dtype.kind in "iu":
+        return _integer_add(read, write, addresses, values)
     order = np.argsort(addresses, kind="stable")
     ordered = addresses[order]
     first = np.ones(count, bool)
@@ -230,6 +232,32 @@ def apply_atomics(read: Callable[[np.ndarray], np.ndarray],
         else:
             new = np.where(current == compare[lanes], values[lanes], current)
         write(where, new.astype(values.dtype, copy=False))
+    return old
+
+
+def _integer_add(read: Callable[[np.ndarray], np.ndarray],
+                 write: Callable[[np.ndarray, np.ndarray], None], addresses: np.ndarray,
+                 values: np.ndarray) -> np.ndarray:
+    """``apply_atomics`` for an integer add in one pass: each lane's old value is the
+    element's value plus the lanes of that element before it (exact: integer sums wrap
+    the same in any grouping)."""
+    order = np.argsort(addresses, kind="stable")
+    ordered, added = addresses[order], values[order]
+    first = np.ones(ordered.shape[0], bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    group = np.cumsum(first) - 1
+    with np.errstate(all="ignore"):
+        running = np.cumsum(added, dtype=values.dtype)
+        before = running - added  # sum of the lanes before, from the first group
+        starts = np.nonzero(first)[0]
+        before = before - before[starts][group]  # ... within the element's group
+        targets = ordered[starts]
+        base = read(targets)
+        totals = running[np.append(starts[1:], ordered.shape[0]) - 1] - \
+            (running[starts] - added[starts])
+        old = np.empty_like(values)
+        old[order] = (base[group] + before).astype(values.dtype)
+        write(targets, (base + totals).astype(values.dtype))
     return old
 
 
