@@ -1263,3 +1263,17 @@ def test_the_ub_estimate_is_within_20_percent_or_compiled(toolchain, name):
     measured = lowered.ub_measured_bytes
     assert abs(lowered.ub_estimate_bytes - measured) <= 0.2 * measured
     assert "compiled to find out" in lowered.ub_report()
+
+
+def test_argmax_without_nan_takes_the_same_ties_as_the_fold():
+    """The NaN-free fast path of numerics.arg_fold keeps the fold's tie rules."""
+    args, kwargs, outs = _reduction_case(nan=False)
+    R, C = kwargs["R"], kwargs["C"]
+    x = args[0].reshape(R, C)
+    run(reductions, args, kwargs)
+    amax, amin, vmax, imax = outs[:4]
+    np.testing.assert_array_equal(amax, [_fold(row, True, True)[1] for row in x])
+    np.testing.assert_array_equal(amin, [_fold(col, False, True)[1] for col in x.T])
+    np.testing.assert_array_equal(imax, [_fold(row, True, False)[1] for row in x])
+    np.testing.assert_array_equal(vmax, [_fold(row, True, False)[0] for row in x])
+    assert len(set(imax.tolist()) - set(amax.tolist())) > 0  # ties: left and right differ
