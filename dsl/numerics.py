@@ -283,7 +283,15 @@ def dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
 
 
 def sum_in_order(x: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
-    """Sum along ``axis`` adding the elements in index order (rule 10), in ``dtype``."""
+    """Sum along ``axis`` adding the elements in index order (rule 10), in ``dtype``.
+
+    With the summed axis outermost in memory, NumPy's reduce adds whole slices one
+    after another -- index order for every output element, and fast; pairwise
+    summation only applies along the innermost axis, which is why a lone summed axis
+    (nothing else to vectorise over) goes through ``accumulate`` instead."""
+    moved = np.moveaxis(x, axis, 0)
+    if moved.ndim >= 2 and moved[0].size >= 2:
+        return np.add.reduce(np.ascontiguousarray(moved), axis=0, dtype=dtype)
     return np.take(np.add.accumulate(x, axis=axis, dtype=dtype), -1, axis=axis)
 
 
