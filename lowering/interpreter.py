@@ -35,6 +35,7 @@ all-or-nothing per launch.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import weakref
 from collections.abc import Callable
@@ -64,6 +65,9 @@ if TYPE_CHECKING:
 # (2**18 ran 1.3x and 2**16 2.4x slower at 16M elements, benchmarks/bench_bce.py),
 # small enough that the reused chunk buffers take a few MB each.
 CHUNK_ELEMENTS = 1 << 20
+
+# Bounds proofs kept per specialization (most recent launches' argument sets).
+PROOFS_PER_KERNEL = 64
 
 # Set on a worker thread while it runs a chunk: nested batches stay on that thread.
 _worker = threading.local()
@@ -140,6 +144,7 @@ class Interpreter:
         # Iterations and programs are independent unless the kernel reads what it writes.
         self.independent = not _overlaps(launch.tensors, facts.loaded, facts.stored)
         self.index_slice = facts.index_slice
+        self.proofs = facts.proofs
         # "direct" once the pre-pass has proved every access in bounds; a kernel that
         # may fail while it runs (device_assert) keeps what it overwrites, to undo it.
         # IO ops may fail mid-launch (and prints stay in program order); a race the
@@ -175,14 +180,37 @@ class Interpreter:
         ``parallel`` says whether the launch's stores are proved disjoint."""
         if self.index_slice is None:
             return False
-        with np.errstate(all="ignore"):
-            self.only = self.index_slice
-            try:
-                self._run_grid()
-            finally:
-                self.only = None
+        # The proof depends only on the index computations: the grid, the scalar and
+        # layout arguments and the tensors' sizes. A launch that repeats them (the
+        # common case in a loop) reuses it instead of running the pre-pass again.
+        key = self._proof_key()
+        proved = self.proofs.get(key)
+        if proved is None:
+            with np.errstate(all="ignore"):
+                self.only = self.index_slice
+                try:
+                    self._run_grid()
+                finally:
+                    self.only = None
+            proved = (self.store_runs_provable,
+                      {name: list(runs) for name, runs in self.store_runs.items()})
+            if len(self.proofs) >= PROOFS_PER_KERNEL:
+                self.proofs.pop(next(iter(self.proofs)))
+            self.proofs[key] = proved
+        self.store_runs_provable = proved[0]
+        self.store_runs = {name: list(runs) for name, runs in proved[1].items()}
         self.parallel = self._decide_parallel()
         return True
+
+    def _proof_key(self) -> tuple:
+        """What a bounds proof depends on (not the tensors' contents or addresses)."""
+        parts: list[Any] = [self.launch.grid, self.race_check, self.full_race]
+        for param, arg in zip(self.fn.params, self.launch.args):
+            if param.role == "tensor":
+                parts.append(("tensor", arg.view.numel))
+            else:
+                parts.append((str(np.asarray(arg).dtype), np.asarray(arg).item()))
+        return tuple(parts)
 
     def dry_run(self) -> None:
         """Execute the launch and undo every write: raises what a real run would (an
@@ -806,6 +834,9 @@ class _KernelFacts:
     index_slice: set[int] | None
     dying: dict[int, frozenset[int]]
     may_fail: bool  # runs checks (IO ops) that can fail mid-launch
+    # bounds proofs of earlier launches, by ``Interpreter._proof_key``
+    proofs: dict[tuple, tuple[bool, dict[str, list[tuple[int, int]]]]] = \
+        dataclasses.field(default_factory=dict)
 
 
 _FACTS: weakref.WeakKeyDictionary[Function, _KernelFacts] = weakref.WeakKeyDictionary()

@@ -515,3 +515,19 @@ def test_the_full_race_check_finds_what_the_fast_one_cannot(monkeypatch):
     x = np.linspace(0.1, 0.9, 5000).astype(np.float32)
     ops.binary_cross_entropy_backward(np.float32(1.0), x, x[::-1].copy(), None, "mean")
     ops.binary_cross_entropy_with_logits(x, x, reduction="sum")
+
+
+def test_a_reused_bounds_proof_never_hides_an_out_of_bounds_launch():
+    """The interpreter reuses the bounds proof of a launch with the same grid, scalar
+    and layout arguments and tensor sizes; anything else proves again."""
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    shift_copy[(2,)](x, out, 64, BLOCK=16)
+    shift_copy[(2,)](x, out, 64, BLOCK=16)  # the proof is reused
+    np.testing.assert_array_equal(out, 2 * x)
+    with pytest.raises(dsl.OutOfBoundsError):  # another n
+        shift_copy[(2,)](x, np.zeros(64, np.float32), 65, BLOCK=16)
+    short = np.zeros(60, np.float32)
+    with pytest.raises(dsl.OutOfBoundsError):  # same n, a smaller output
+        shift_copy[(2,)](x, short, 64, BLOCK=16)
+    assert not short.any()
