@@ -22,15 +22,11 @@ from dsl.dtypes import DType
 from dsl.layout import CoalescedView, classify, span
 
 
-@dataclass(frozen=True, eq=False)
-class TensorView:
-    """A strided view over a flat buffer. Build it with ``as_view`` or ``broadcast_to``."""
+class _Shaped:
+    """What a view of any memory derives from its ``shape`` and element ``strides``."""
 
-    buffer: np.ndarray  # 1-D, element stride 1, spans every element the view touches
-    dtype: DType
     shape: tuple[int, ...]
-    strides: tuple[int, ...]  # in elements
-    base: int  # buffer index of logical element 0
+    strides: tuple[int, ...]
 
     @property
     def numel(self) -> int:
@@ -48,6 +44,17 @@ class TensorView:
     def coalesced(self) -> CoalescedView:
         """Coalesced sizes/strides and layout class (see ``dsl.layout``)."""
         return classify(self.shape, self.strides)
+
+
+@dataclass(frozen=True, eq=False)
+class TensorView(_Shaped):
+    """A strided view over a flat buffer. Build it with ``as_view`` or ``broadcast_to``."""
+
+    buffer: np.ndarray  # 1-D, element stride 1, spans every element the view touches
+    dtype: DType
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # in elements
+    base: int  # buffer index of logical element 0
 
     def kernel_buffer(self) -> np.ndarray:
         """The flat buffer starting at the lowest address the view touches, as kernels
@@ -153,7 +160,7 @@ def as_view(obj: Any) -> TensorView:
 
 
 @dataclass(frozen=True, eq=False)
-class DeviceTensorView:
+class DeviceTensorView(_Shaped):
     """A tensor in a device's memory (a torch_npu tensor): dtype, shape and element
     strides, read without touching its data. Kernels bound to one are launched by
     that device's backend, which passes ``tensor`` itself to the compiled kernel."""
@@ -163,21 +170,6 @@ class DeviceTensorView:
     dtype: DType
     shape: tuple[int, ...]
     strides: tuple[int, ...]
-
-    @property
-    def numel(self) -> int:
-        return prod(self.shape)
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def is_broadcast(self) -> bool:
-        return self.numel > 0 and any(st == 0 and n > 1 for n, st in zip(self.shape, self.strides))
-
-    def coalesced(self) -> CoalescedView:
-        return classify(self.shape, self.strides)
 
 
 def device_of(obj: Any) -> str:
