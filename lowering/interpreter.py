@@ -717,9 +717,9 @@ class Interpreter:
         else:
             self._for_sequential(op, frame, lo, step, trips, inits, iv_dtype)
 
-    def _subframe(self, frame: Frame, rows: np.ndarray) -> Frame:
-        """A frame over ``rows`` of ``frame`` (the same frame's rows when all)."""
-        if rows.shape[0] == frame.size:
+    def _subframe(self, frame: Frame, rows: np.ndarray | None) -> Frame:
+        """A frame over ``rows`` of ``frame`` (the same frame's rows when None or all)."""
+        if rows is None or rows.shape[0] == frame.size:
             return Frame(frame, None, frame.pid)
         return Frame(frame, rows, frame.pid[rows])
 
@@ -748,29 +748,31 @@ class Interpreter:
         """Rows leave the loop when their condition fails; the others run the body."""
         condition, body = op.regions
         carried = [materialize(frame.get(v)) for v in op.inits]
-        rows = np.arange(frame.size)
-        while rows.shape[0]:
-            inner = self._subframe(frame, rows)
-            for arg, value in zip(condition.args, carried):
-                inner.set(arg, take_rows(value, rows) if rows.shape[0] != frame.size else value)
-            self.run_block(condition, inner)
-            (flag,) = condition.yielded()
-            flags = materialize(inner.get(flag)).reshape(-1)
-            rows = rows[np.broadcast_to(flags, rows.shape)]
+        active: np.ndarray | None = None  # None: every row
+        while True:
+            (flags,) = self._run_on_rows(condition, frame, active, carried)
+            rows = np.arange(frame.size) if active is None else active
+            rows = rows[np.broadcast_to(flags.reshape(-1), rows.shape)]
             if not rows.shape[0]:
                 break
-            inner = self._subframe(frame, rows)
-            for arg, value in zip(body.args, carried):
-                inner.set(arg, take_rows(value, rows) if rows.shape[0] != frame.size else value)
-            self.run_block(body, inner)
-            new = [materialize(inner.get(v)) for v in body.ops[-1].operands]
-            if rows.shape[0] == frame.size:
-                carried = new
-            else:
-                carried = [_scatter_rows(old, value, rows, frame.size)
-                           for old, value in zip(carried, new)]
+            active = None if rows.shape[0] == frame.size else rows
+            new = self._run_on_rows(body, frame, active, carried)
+            carried = _carried_update(carried, new, active, frame.size)
         for result, value in zip(op.results, carried):
             frame.set(result, value)
+
+    def _run_on_rows(self, region: Block, frame: Frame, rows: np.ndarray | None,
+                     carried: list[Any], leading: tuple[Any, ...] = ()) -> list[np.ndarray]:
+        """Run ``region`` on ``rows`` of ``frame`` (None: every row). Its arguments are
+        ``leading`` (already for those rows), then ``carried`` (values for every row,
+        restricted here); returns the values it yields."""
+        inner = self._subframe(frame, rows)
+        for arg, value in zip(region.args, leading):
+            inner.set(arg, value)
+        for arg, value in zip(region.args[len(leading):], carried):
+            inner.set(arg, value if rows is None else take_rows(value, rows))
+        self.run_block(region, inner)
+        return [materialize(inner.get(v)) for v in region.yielded()]
 
     def _for_flattened(self, op: Op, frame: Frame, lo: np.ndarray, step: np.ndarray,
                        trips: np.ndarray, iv_dtype: np.dtype) -> None:
@@ -796,31 +798,17 @@ class Interpreter:
 
     def _for_sequential(self, op: Op, frame: Frame, lo: np.ndarray, step: np.ndarray,
                         trips: np.ndarray, inits: list[Any], iv_dtype: np.dtype) -> None:
-        body = op.body
         carried = [materialize(v) for v in inits]
         max_trip = int(trips.max()) if trips.size else 0
         lo64, step64 = lo.astype(np.int64).reshape(-1), step.astype(np.int64).reshape(-1)
-        yield_op = body.ops[-1]
         for k in range(max_trip):
             active = trips > k
-            if bool(active.all()):
-                rows, inner = None, Frame(frame, None, frame.pid)
-            else:
-                rows = np.nonzero(active)[0]
-                inner = Frame(frame, rows, frame.pid[rows])
+            rows = None if bool(active.all()) else np.nonzero(active)[0]
             iv = lo64 + k * step64
             if rows is not None and iv.shape[0] > 1:
                 iv = iv[rows]
-            inner.set(body.args[0], iv.astype(iv_dtype))
-            for arg, value in zip(body.args[1:], carried):
-                inner.set(arg, value if rows is None else take_rows(value, rows))
-            self.run_block(body, inner)
-            new = [materialize(inner.get(v)) for v in yield_op.operands]
-            if rows is None:
-                carried = new
-            else:
-                carried = [_scatter_rows(old, value, rows, frame.size)
-                           for old, value in zip(carried, new)]
+            new = self._run_on_rows(op.body, frame, rows, carried, (iv.astype(iv_dtype),))
+            carried = _carried_update(carried, new, rows, frame.size)
         for result, value in zip(op.results, carried):
             frame.set(result, value)
 
@@ -881,6 +869,14 @@ def _merge_rows(merged: np.ndarray | None, value: np.ndarray, rows: np.ndarray, 
         merged = np.array(np.broadcast_to(merged, shape))
     merged[rows] = np.broadcast_to(value, (rows.shape[0],) + shape[1:])
     return merged
+
+
+def _carried_update(carried: list[np.ndarray], new: list[np.ndarray], rows: np.ndarray | None,
+                    size: int) -> list[np.ndarray]:
+    """Loop-carried values after a step that ran on ``rows`` (None: every row)."""
+    if rows is None:
+        return new
+    return [_scatter_rows(old, value, rows, size) for old, value in zip(carried, new)]
 
 
 def _scatter_rows(old: np.ndarray, new: np.ndarray, rows: np.ndarray, size: int) -> np.ndarray:
