@@ -42,6 +42,21 @@ def toolchain():
 
 
 @pytest.fixture(scope="session")
+def cpu_toolchain(toolchain):
+    """The compiled-CPU module once its LLVM/MLIR tools are found; skips on a laptop
+    without them, fails in CI."""
+    from lowering import cpu
+
+    try:
+        cpu.llvm_tools()
+    except cpu.CompiledCPUError as err:
+        if ORACLES_REQUIRED:
+            pytest.fail(f"compiled-CPU mode is required in CI: {err}")
+        pytest.skip(str(err))
+    return cpu
+
+
+@pytest.fixture(scope="session")
 def torch():
     """The torch module; skips on a laptop without it, fails in CI."""
     try:

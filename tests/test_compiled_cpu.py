@@ -11,7 +11,6 @@ import itertools
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import ORACLES_REQUIRED
 
 import dsl
 import ops
@@ -22,16 +21,6 @@ DTYPES = [np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat1
 SHAPE = (37, 53)  # 1961 elements: ragged against every power-of-two block
 BLOCK = 256
 GRID = (5,)
-
-
-@pytest.fixture(scope="module")
-def cpu_toolchain(toolchain):
-    try:
-        cpu.llvm_tools()
-    except cpu.CompiledCPUError as err:
-        if ORACLES_REQUIRED:
-            pytest.fail(f"compiled-CPU mode is required in CI: {err}")
-        pytest.skip(str(err))
 
 
 def _data(dtype, seed):

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from test_compiled_cpu import cpu_toolchain, differential  # noqa: F401 - a fixture
+from test_compiled_cpu import differential
 
 import dsl
 from lowering import cpu
@@ -299,19 +299,19 @@ def test_lowers_to_hivm_within_ub(toolchain, name):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_vector_add_compiled_cpu(cpu_toolchain, dtype):  # noqa: F811
+def test_vector_add_compiled_cpu(cpu_toolchain, dtype):
     x, y = normal(1007, dtype), normal(1007, dtype)
     differential(ex.vector_add.add_kernel, (x, y, np.zeros_like(x), x.size), {"BLOCK": 256},
                  grid=(3,))
 
 
-def test_softmax_compiled_cpu(cpu_toolchain):  # noqa: F811
+def test_softmax_compiled_cpu(cpu_toolchain):
     x = normal((37, 100), scale=3.0)
     differential(ex.softmax.softmax_kernel, (x, np.zeros_like(x)), {"ROWS": 8, "BLOCK_C": 128},
                  grid=(3,))
 
 
-def test_layer_norm_compiled_cpu(cpu_toolchain):  # noqa: F811
+def test_layer_norm_compiled_cpu(cpu_toolchain):
     ln = ex.layer_norm
     x, dy, w, b = normal((37, 100)), normal((37, 100)), normal(100), normal(100)
     _, mean, rstd = ln.layer_norm(x, w, b)
@@ -326,14 +326,14 @@ def test_layer_norm_compiled_cpu(cpu_toolchain):  # noqa: F811
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_matmul_compiled_cpu(cpu_toolchain, dtype):  # noqa: F811
+def test_matmul_compiled_cpu(cpu_toolchain, dtype):
     a, b = normal((70, 50), dtype), normal((50, 90), dtype)
     differential(ex.matmul.matmul_kernel, (a, b, np.zeros((70, 90), np.float32)),
                  {"BM": 32, "BN": 32, "BK": 16, "GROUP_M": 2}, grid=(9,))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_attention_compiled_cpu(cpu_toolchain, dtype):  # noqa: F811
+def test_attention_compiled_cpu(cpu_toolchain, dtype):
     q, k, v = (normal((2, 50, 16), dtype) for _ in range(3))
     differential(ex.attention.attention_fwd, (q, k, v, np.zeros((2, 50, 16), np.float32),
                                               np.float32(0.25)),
@@ -343,20 +343,20 @@ def test_attention_compiled_cpu(cpu_toolchain, dtype):  # noqa: F811
 @pytest.mark.xfail(strict=True, reason="dsl.rand is Philox, whose rounds take umulhi of uint32 "
                    "words, which triton-ascend 3.2.0's CPU lowering computes as a signed "
                    "product (see test_language.py::test_umulhi_and_cdiv_compiled_cpu_bit_exact)")
-def test_dropout_compiled_cpu(cpu_toolchain):  # noqa: F811
+def test_dropout_compiled_cpu(cpu_toolchain):
     x = normal(1003)
     differential(ex.dropout.dropout_kernel, (x, np.zeros_like(x), x.size, np.float32(0.4), 123),
                  {"BLOCK": 256}, grid=(3,))
 
 
-def test_cumsum_is_refused_by_compiled_cpu_mode(cpu_toolchain):  # noqa: F811
+def test_cumsum_is_refused_by_compiled_cpu_mode(cpu_toolchain):
     x = normal((37, 100))
     with pytest.raises(cpu.CompiledCPUError, match=r"library call\(s\) triton_cumsum"):
         ex.cumsum.cumsum_kernel.launch(x, np.zeros_like(x), ROWS=8, BLOCK_C=128, grid=(3,),
                                        backend="compiled-cpu")
 
 
-def test_histogram_is_refused_by_compiled_cpu_mode(cpu_toolchain):  # noqa: F811
+def test_histogram_is_refused_by_compiled_cpu_mode(cpu_toolchain):
     x = normal(1003)
     with pytest.raises(cpu.CompiledCPUError, match="CPU lowering of atomic fails"):
         ex.histogram.histogram_kernel.launch(x, np.zeros(16, np.int32), x.size, np.float32(-4),
@@ -364,20 +364,20 @@ def test_histogram_is_refused_by_compiled_cpu_mode(cpu_toolchain):  # noqa: F811
                                              backend="compiled-cpu")
 
 
-def test_embedding_compiled_cpu(cpu_toolchain):  # noqa: F811
+def test_embedding_compiled_cpu(cpu_toolchain):
     table, ids = normal((500, 300), np.float16), rng.integers(0, 500, 77).astype(np.int32)
     differential(ex.embedding.embedding_kernel, (ids, table, np.zeros((77, 300), np.float16)),
                  {"ROWS": 8, "BLOCK_D": 512}, grid=(3,))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_argmax_compiled_cpu(cpu_toolchain, dtype):  # noqa: F811
+def test_argmax_compiled_cpu(cpu_toolchain, dtype):
     x = rng.integers(-20, 20, (37, 100)).astype(dtype)
     differential(ex.argmax.argmax_kernel, (x, np.zeros(37, np.int32), np.zeros(37, dtype)),
                  {"ROWS": 8, "BLOCK_C": 128}, grid=(3,))
 
 
-def test_quantize_compiled_cpu(cpu_toolchain):  # noqa: F811
+def test_quantize_compiled_cpu(cpu_toolchain):
     x = normal((37, 100), scale=3.0)
     x[1] = 0
     q, scale = ex.quantize.quantize(x)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_compiled_cpu import cpu_toolchain, differential  # noqa: F401 - a fixture
+from test_compiled_cpu import differential
 
 import dsl
 from dsl import dtypes as dt
@@ -70,7 +70,7 @@ def test_bit_ops_match_numpy(dtype):
 
 
 @pytest.mark.parametrize("dtype", INT_TYPES, ids=lambda d: np.dtype(d).name)
-def test_bit_ops_compiled_cpu_bit_exact(cpu_toolchain, dtype):  # noqa: F811
+def test_bit_ops_compiled_cpu_bit_exact(cpu_toolchain, dtype):
     args, kwargs, _ = _bit_case(dtype)
     differential(bit_ops, args, kwargs, grid=(1,))
 
@@ -100,7 +100,7 @@ def test_bitcast_reinterprets_bits():
     np.testing.assert_array_equal(back.view(np.uint32), x.view(np.uint32) ^ 0x80000000)
 
 
-def test_bitcast_compiled_cpu_bit_exact(cpu_toolchain):  # noqa: F811
+def test_bitcast_compiled_cpu_bit_exact(cpu_toolchain):
     args, kwargs, _ = _bitcast_case()
     differential(bitcast_roundtrip, args, kwargs, grid=(1,))
 
@@ -135,7 +135,7 @@ def test_large_literals_are_typed_as_triton_types_them():
     np.testing.assert_array_equal(out, h ^ (h >> np.uint32(16)))
 
 
-def test_large_literal_hash_compiled_cpu_bit_exact(cpu_toolchain):  # noqa: F811
+def test_large_literal_hash_compiled_cpu_bit_exact(cpu_toolchain):
     x = np.arange(N, dtype=np.uint32) * np.uint32(7919)
     differential(hash_with_literal, (x, np.zeros(N, np.uint32), N), {"BLOCK": BLOCK},
                  grid=(1,))
@@ -226,7 +226,7 @@ def test_unary_math_is_fp32_precise(name, dtype):
 
 
 @pytest.mark.parametrize("name", sorted(UNARY_MATH))
-def test_unary_math_compiled_cpu_bit_exact(cpu_toolchain, name):  # noqa: F811
+def test_unary_math_compiled_cpu_bit_exact(cpu_toolchain, name):
     x = _math_input(name, np.float32)
     differential(UNARY_KERNELS[name], (x, np.zeros(N, np.float32), N), {"BLOCK": BLOCK},
                  grid=(1,))
@@ -266,7 +266,7 @@ def test_pow_fma_division_and_clamp():
     assert cl[0] == np.float32(0.75)  # a NaN x gives max, as triton-ascend's tl.clamp
 
 
-def test_pow_fma_division_and_clamp_compiled_cpu_bit_exact(cpu_toolchain):  # noqa: F811
+def test_pow_fma_division_and_clamp_compiled_cpu_bit_exact(cpu_toolchain):
     args, kwargs, _ = _multi_case()
     differential(multi_math, args, kwargs, grid=(1,))
 
@@ -302,7 +302,7 @@ def test_umulhi_and_cdiv(dtype):
         strict=True, reason="triton-ascend 3.2.0's CPU lowering computes umulhi of uint32 "
         "as a signed product: 0xffffffff * 0xffffffff gives high word 0, not 0xfffffffe")),
 ], ids=["int32", "uint32"])
-def test_umulhi_and_cdiv_compiled_cpu_bit_exact(cpu_toolchain, dtype):  # noqa: F811
+def test_umulhi_and_cdiv_compiled_cpu_bit_exact(cpu_toolchain, dtype):
     a, b = _umulhi_inputs(dtype)
     differential(integer_math, (a, b, np.zeros(N, dtype), np.zeros(N, dtype), N),
                  {"BLOCK": BLOCK}, grid=(1,))
@@ -425,12 +425,12 @@ def test_shape_ops_match_numpy():
     np.testing.assert_array_equal(bc, (np.broadcast_to(y, (R, C)) + R).reshape(-1))
 
 
-def test_shape_ops_compiled_cpu_bit_exact(cpu_toolchain):  # noqa: F811
+def test_shape_ops_compiled_cpu_bit_exact(cpu_toolchain):
     args, kwargs, _ = _shape_case()
     differential(shape_ops, args, dict(kwargs, FLIP=False), grid=(1,))
 
 
-def test_flip_is_refused_by_compiled_cpu_mode_with_the_reason(cpu_toolchain):  # noqa: F811
+def test_flip_is_refused_by_compiled_cpu_mode_with_the_reason(cpu_toolchain):
     """triton-ascend lowers tl.flip to an Ascend library call (triton_flip) that has
     no CPU implementation: compiled-CPU mode says so instead of failing in MLIR."""
     from lowering import cpu
@@ -510,7 +510,7 @@ def test_random_numbers_are_philox(seed):
 @pytest.mark.xfail(strict=True, reason="Philox's rounds take umulhi of uint32 words, which "
                    "triton-ascend 3.2.0's CPU lowering computes as a signed product (see "
                    "test_umulhi_and_cdiv_compiled_cpu_bit_exact[uint32])")
-def test_random_numbers_compiled_cpu(cpu_toolchain):  # noqa: F811
+def test_random_numbers_compiled_cpu(cpu_toolchain):
     args, kwargs, _ = _random_case(42)
     differential(random_numbers, args, kwargs, grid=(1,))
 
@@ -588,7 +588,7 @@ def test_dot_adds_in_k_order(name):
 
 
 @pytest.mark.parametrize("name", sorted(DOT_CASES))
-def test_dot_compiled_cpu_bit_exact(cpu_toolchain, name):  # noqa: F811
+def test_dot_compiled_cpu_bit_exact(cpu_toolchain, name):
     args, kwargs, grid = _dot_case(name, M=40, N=70, K=50)
     differential(matmul, args, kwargs, grid=grid)
 
@@ -686,7 +686,7 @@ def test_reductions_and_scans_match_a_sequential_reference():
     np.testing.assert_array_equal(cp.reshape(R, C), np.multiply.accumulate(y, axis=1))
 
 
-def test_argmax_and_xor_sum_compiled_cpu_bit_exact(cpu_toolchain):  # noqa: F811
+def test_argmax_and_xor_sum_compiled_cpu_bit_exact(cpu_toolchain):
     @dsl.jit
     def arg_and_xor(x, bits, out_amax, out_vmin, out_xor, R: dsl.constexpr, C: dsl.constexpr):
         r = dsl.arange(0, R)[:, None]
@@ -701,7 +701,7 @@ def test_argmax_and_xor_sum_compiled_cpu_bit_exact(cpu_toolchain):  # noqa: F811
     differential(arg_and_xor, (args[0], args[1], outs[0], outs[2], outs[4]), kwargs, grid=(1,))
 
 
-def test_scans_are_refused_by_compiled_cpu_mode_with_the_reason(cpu_toolchain):  # noqa: F811
+def test_scans_are_refused_by_compiled_cpu_mode_with_the_reason(cpu_toolchain):
     """triton-ascend lowers tl.cumsum/tl.cumprod to Ascend library calls."""
     from lowering import cpu
 
@@ -796,7 +796,7 @@ def test_atomic_out_of_bounds_writes_nothing():
     assert not bins.any() and (old == -1).all()
 
 
-def test_atomics_are_refused_by_compiled_cpu_mode_with_the_reason(cpu_toolchain):  # noqa: F811
+def test_atomics_are_refused_by_compiled_cpu_mode_with_the_reason(cpu_toolchain):
     from lowering import cpu
 
     data = np.arange(100, dtype=np.int32)
@@ -890,12 +890,12 @@ def test_runtime_if_while_and_early_return(block_if):
         np.testing.assert_array_equal(early[sl], -1.0 if f == 0 else 7.0)
 
 
-def test_runtime_control_flow_compiled_cpu_bit_exact(cpu_toolchain):  # noqa: F811
+def test_runtime_control_flow_compiled_cpu_bit_exact(cpu_toolchain):
     args, kwargs, grid = _control_case()
     differential(control_flow, args, dict(kwargs, BLOCK_IF=False), grid=grid)
 
 
-def test_an_if_yielding_a_block_is_refused_by_compiled_cpu_mode(cpu_toolchain):  # noqa: F811
+def test_an_if_yielding_a_block_is_refused_by_compiled_cpu_mode(cpu_toolchain):
     from lowering import cpu
 
     args, kwargs, grid = _control_case()
@@ -983,7 +983,7 @@ def test_hints_pass_values_through_and_reach_the_generated_triton():
     assert "tl.max_constancy(" in source
 
 
-def test_hints_compiled_cpu_bit_exact(cpu_toolchain):  # noqa: F811
+def test_hints_compiled_cpu_bit_exact(cpu_toolchain):
     x = np.arange(300, dtype=np.float32)
     differential(hinted_copy, (x, np.zeros(300, np.float32), 300), {"BLOCK": 64}, grid=(3,))
 
@@ -1023,7 +1023,7 @@ def test_device_print_one_line_per_program_and_static_print_once(capsys):
     assert out == ["block 4", "pid (0, 0, 0) x=[0 1 2 3]", "pid (1, 0, 0) x=[4 5 6 7]"]
 
 
-def test_device_print_is_refused_by_compiled_cpu_mode(cpu_toolchain):  # noqa: F811
+def test_device_print_is_refused_by_compiled_cpu_mode(cpu_toolchain):
     from lowering import cpu
 
     with pytest.raises(cpu.CompiledCPUError, match="device_print becomes a call"):
@@ -1068,7 +1068,7 @@ def test_shape_and_stride_are_the_callers_own(view):
     np.testing.assert_array_equal(sums, np.add.accumulate(x, axis=1, dtype=np.float32)[:, -1])
 
 
-def test_shape_and_stride_compiled_cpu_bit_exact(cpu_toolchain):  # noqa: F811
+def test_shape_and_stride_compiled_cpu_bit_exact(cpu_toolchain):
     base = np.arange(6 * 10, dtype=np.float32).reshape(6, 10)
     differential(report_layout, (base[1:5, ::3], np.zeros(4, np.int32)), {}, grid=(1,))
 
@@ -1142,7 +1142,7 @@ def test_reduce_and_associative_scan_with_jit_combine_functions():
                                   np.maximum.accumulate(x[:, ::-1], axis=1)[:, ::-1])
 
 
-def test_combine_functions_compiled_cpu_bit_exact(cpu_toolchain):  # noqa: F811
+def test_combine_functions_compiled_cpu_bit_exact(cpu_toolchain):
     """An add scan is an Ascend library call on the CPU route (refused); the rest runs."""
     args, kwargs, _ = _combine_case()
     differential(combine_functions, args, dict(kwargs, ADD_SCAN=False, PAIR=False), grid=(1,))
@@ -1152,7 +1152,7 @@ def test_combine_functions_compiled_cpu_bit_exact(cpu_toolchain):  # noqa: F811
                    "index) reduce with a user combine returns the right values but wrong "
                    "indices (row 1: index 1 for a maximum at 7), while tl.max(return_indices="
                    "True) is right")
-def test_pair_reduce_compiled_cpu(cpu_toolchain):  # noqa: F811
+def test_pair_reduce_compiled_cpu(cpu_toolchain):
     args, kwargs, _ = _combine_case()
     differential(combine_functions, args, dict(kwargs, ADD_SCAN=False), grid=(1,))
 
@@ -1227,7 +1227,7 @@ def dot_of_a_transposed_load(a, b, c):
     dsl.store(c, i[:, None] * 16 + i[None, :], dsl.dot(ta, tb))
 
 
-def test_dot_of_a_transposed_load_compiled_cpu_bit_exact(cpu_toolchain):  # noqa: F811
+def test_dot_of_a_transposed_load_compiled_cpu_bit_exact(cpu_toolchain):
     """Found by the gallery: triton-ascend marks such a buffer with an Ascend layout
     annotation that upstream MLIR cannot parse; compiled-CPU mode drops the hint."""
     x = np.random.default_rng(15).standard_normal((16, 16)).astype(np.float32)

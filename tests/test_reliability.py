@@ -12,18 +12,6 @@ import ops
 X = np.full(4, 0.5, np.float32)
 
 
-def _torch():
-    from conftest import ORACLES_REQUIRED
-
-    try:
-        import torch
-    except ImportError:
-        if ORACLES_REQUIRED:
-            pytest.fail("torch is required in CI")
-        pytest.skip("torch is not installed")
-    return torch
-
-
 @pytest.mark.parametrize("reduction", [np.array([1, 2]), np.array(1.5), np.array([1])],
                          ids=["vector", "float", "one-element"])
 def test_a_reduction_given_as_an_array_is_status_161002(reduction):
@@ -36,8 +24,7 @@ def test_a_reduction_given_as_an_array_is_status_161002(reduction):
     assert status == 161002 and executor is None and (out == 7.0).all()
 
 
-def test_a_reduction_given_as_a_tensor_is_status_161002():
-    torch = _torch()
+def test_a_reduction_given_as_a_tensor_is_status_161002(torch):
     with pytest.raises(ops.AclnnError) as info:
         ops.binary_cross_entropy_with_logits(X, X, reduction=torch.tensor(1.0))
     assert info.value.status == 161002
@@ -45,8 +32,7 @@ def test_a_reduction_given_as_a_tensor_is_status_161002():
     ops.binary_cross_entropy_backward(np.float32(1.0), X, X, None, np.array(1))
 
 
-def test_out_into_a_saved_torch_tensor_makes_backward_raise_like_torch():
-    torch = _torch()
+def test_out_into_a_saved_torch_tensor_makes_backward_raise_like_torch(torch):
     a = torch.rand(8, requires_grad=True)
     b = a * 2
     c = b.sin()  # saves b for the backward
@@ -56,8 +42,7 @@ def test_out_into_a_saved_torch_tensor_makes_backward_raise_like_torch():
         c.sum().backward()
 
 
-def test_phase_two_and_custom_kernels_move_the_version_counter():
-    torch = _torch()
+def test_phase_two_and_custom_kernels_move_the_version_counter(torch):
     out = torch.empty(4)
     status, _, executor = ops.aclnn.binary_cross_entropy_backward_get_workspace_size(
         torch.tensor(1.0), torch.rand(4), torch.rand(4), None, 1, out)
@@ -121,20 +106,11 @@ def scatter_rows(values, index, out, n, BLOCK: dsl.constexpr):
 
 @pytest.mark.parametrize("bad", [16, -5, 10**8])
 @pytest.mark.parametrize("backend", ["interpreter", "compiled-cpu"])
-def test_data_dependent_indices_are_checked_in_every_backend(bad, backend):
+def test_data_dependent_indices_are_checked_in_every_backend(bad, backend, request):
     """Issue 12, point 1: an index read from data that is out of bounds raises
     OutOfBoundsError with nothing written, in compiled-CPU mode too."""
     if backend == "compiled-cpu":
-        from conftest import ORACLES_REQUIRED
-
-        from lowering import cpu
-
-        try:
-            cpu.llvm_tools()
-        except cpu.CompiledCPUError as err:
-            if ORACLES_REQUIRED:
-                pytest.fail(str(err))
-            pytest.skip(str(err))
+        request.getfixturevalue("cpu_toolchain")
     table = np.arange(16, dtype=np.float32)
     index = np.arange(10, dtype=np.int32)[::-1].copy()
     out = np.full(10, -1.0, np.float32)
@@ -168,8 +144,7 @@ def test_a_nan_probability_never_becomes_finite():
                                                         reduction="sum"), 100.0)
 
 
-def test_the_torch_drop_in_refuses_probabilities_outside_0_1_like_torch():
-    torch = _torch()
+def test_the_torch_drop_in_refuses_probabilities_outside_0_1_like_torch(torch):
     import ops.torch as ot
 
     for values in ([float("nan"), 0.5], [-0.5, 0.5], [0.5, 2.0], [float("inf"), 0.5]):
@@ -206,24 +181,10 @@ def test_losses_of_an_empty_input_follow_the_spec_whatever_the_target_shape(loss
 # ----------------------------------------------------------------------------- caches (point 2)
 
 
-def _cpu_or_skip():
-    from conftest import ORACLES_REQUIRED
-
-    from lowering import cpu
-
-    try:
-        cpu.llvm_tools()
-    except cpu.CompiledCPUError as err:
-        if ORACLES_REQUIRED:
-            pytest.fail(str(err))
-        pytest.skip(str(err))
-    return cpu
-
-
 @pytest.mark.parametrize("damage", ["truncated", "empty", "random", "sig_truncated",
                                     "sig_random", "sig_wrong_shape", "directory"])
-def test_a_damaged_compiled_cpu_cache_entry_is_rebuilt(tmp_path, damage):
-    cpu = _cpu_or_skip()
+def test_a_damaged_compiled_cpu_cache_entry_is_rebuilt(tmp_path, damage, cpu_toolchain):
+    cpu = cpu_toolchain
     from dsl.options import Options
     from lowering.triton_codegen import generate
 
@@ -439,10 +400,9 @@ def test_infinite_pos_weight_gives_the_spec_infinities_not_nan():
             np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5, atol=1e-30)
 
 
-def test_forward_mode_ad_raises_instead_of_a_silent_zero_tangent():
+def test_forward_mode_ad_raises_instead_of_a_silent_zero_tangent(torch):
     """Issue 12, point 9: jvp returned a zero tangent; now it says it is unsupported,
     and reverse mode keeps working."""
-    torch = _torch()
     import ops.torch as ot
 
     x, y = torch.rand(4) * 0.8 + 0.1, torch.rand(4)
