@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -208,7 +209,7 @@ def _offsets(bits: int) -> np.ndarray:
 
 
 # Runs in a child with TRITON_INTERPRET=1 (set before triton is imported); writes
-# Triton's results to an .npz. Same NumPy>=2.4 patch as tests/triton_interpret_runner.py.
+# Triton's results to an .npz, with the NumPy>=2.4 patch of tests/triton_interpret_patch.py.
 TRITON_SCRIPT = textwrap.dedent('''
     import ast, os, sys
     os.environ["TRITON_INTERPRET"] = "1"
@@ -219,13 +220,8 @@ TRITON_SCRIPT = textwrap.dedent('''
     import triton.runtime.interpreter as ti
     from triton.language import core, semantic
 
-    _original_patch = ti._patch_lang_tensor
-
-    def _patch(tensor):
-        _original_patch(tensor)
-        tensor.__index__ = lambda self: int(np.asarray(self.handle.data).reshape(-1)[0])
-
-    ti._patch_lang_tensor = _patch
+    import triton_interpret_patch  # tests/ is on PYTHONPATH
+    triton_interpret_patch.install()
 
     @triton.jit
     def kernel(seed, offsets, ints, floats, N: tl.constexpr, ROUNDS: tl.constexpr):
@@ -317,9 +313,11 @@ def triton_results(torch, tmp_path_factory):
     folder = tmp_path_factory.mktemp("philox")
     inputs = folder / "offsets.npz"
     np.savez(inputs, offsets32=_offsets(32), offsets64=_offsets(64))
+    search_path = [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]
     done = subprocess.run([sys.executable, "-c", TRITON_SCRIPT, str(inputs), repr(_cases())],
                           capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, TRITON_INTERPRET="1"))
+                          env=dict(os.environ, TRITON_INTERPRET="1",
+                                   PYTHONPATH=os.pathsep.join(filter(None, search_path))))
     assert done.returncode == 0, done.stderr[-3000:]
     with np.load(folder / "offsets_out.npz") as out:
         return {name: out[name] for name in out.files}

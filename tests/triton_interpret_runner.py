@@ -3,8 +3,8 @@ on CPU torch tensors and compare them with this project's interpreter.
 
 Invoked by tests/test_triton_interpreter.py in a subprocess (the variable must be
 set before triton.jit decorates the generated code). Prints one JSON line per case.
-Triton's interpreter needs one patch with NumPy >= 2.4: its ``tensor.__index__``
-calls ``int()`` on a one-element 1-D array, which NumPy no longer allows. And
+Triton's interpreter needs one patch with NumPy >= 2.4 (tests/
+triton_interpret_patch.py). And
 Triton's interpreter refuses every ``extern_elementwise`` call, which is how
 triton-ascend's ``libdevice.log1p`` is spelled; the runner gives the interpreter
 builder the one extern symbol the kernels use (``__hmf_log1pf``). fp32 exp, log
@@ -27,6 +27,7 @@ import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import triton.runtime.interpreter as triton_interpreter  # noqa: E402
+import triton_interpret_patch  # noqa: E402  (this file's folder is sys.path[0])
 from triton.language.extra.ascend import libdevice as ascend_libdevice  # noqa: E402
 
 import dsl  # noqa: E402
@@ -35,15 +36,7 @@ from lowering import interpreter  # noqa: E402
 from lowering.compiler import write_source  # noqa: E402
 from lowering.triton_codegen import generate  # noqa: E402
 
-_original_patch = triton_interpreter._patch_lang_tensor
-
-
-def _patch(tensor):
-    _original_patch(tensor)
-    tensor.__index__ = lambda self: int(np.asarray(self.handle.data).reshape(-1)[0])
-
-
-triton_interpreter._patch_lang_tensor = _patch
+triton_interpret_patch.install()
 
 def _fp32(fn):
     """The project's fp32 math (dsl.opdefs): evaluated in float64, rounded."""
