@@ -381,6 +381,14 @@ class Function:
         """All ops, nested regions included, in program order."""
         yield from walk_block(self.body)
 
+    def tensors_read(self) -> frozenset[str]:
+        """Names of the tensor parameters some op reads."""
+        return frozenset(op.tensor for op in self.walk() if op.defn.reads_memory)
+
+    def tensors_written(self) -> frozenset[str]:
+        """Names of the tensor parameters some op writes (stores and atomics)."""
+        return frozenset(op.tensor for op in self.walk() if op.defn.writes_memory)
+
     def __str__(self) -> str:
         return format_function(self)
 

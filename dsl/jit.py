@@ -311,9 +311,11 @@ class JITFunction(InlinableKernel):
             plans.append(launch)
             return
         executor.run(launch, options)
-        for name, tensor in binding.torch_tensors.items():  # autograd sees the writes
-            if any(op.defn.writes_memory and op.tensor == name for op in launch.function.walk()):
-                mark_written(tensor)
+        if binding.torch_tensors:  # autograd sees the writes
+            written = launch.function.tensors_written()
+            for name, tensor in binding.torch_tensors.items():
+                if name in written:
+                    mark_written(tensor)
 
     def _device_backend(self, device: str) -> Any:
         try:
@@ -342,7 +344,7 @@ class JITFunction(InlinableKernel):
         if grid is None:
             grid = self.default_grid(fn)
         grid3 = self.grid(grid, meta)
-        stored = {op.tensor for op in fn.walk() if op.defn.writes_memory}
+        stored = fn.tensors_written()
         tensors: dict[str, BoundTensor] = {}
         for name, value in binding.values.items():
             if isinstance(value, DeviceTensorView):

@@ -834,8 +834,7 @@ def _facts(fn: Function) -> _KernelFacts:
     facts = _FACTS.get(fn)
     if facts is None:
         facts = _KernelFacts(
-            frozenset(op.tensor for op in fn.walk() if op.defn.reads_memory),
-            frozenset(op.tensor for op in fn.walk() if op.defn.writes_memory),
+            fn.tensors_read(), fn.tensors_written(),
             index_slice(fn), _last_uses(fn.body),
             any(op.defn.effect is Effect.IO for op in fn.walk()))
         _FACTS[fn] = facts
