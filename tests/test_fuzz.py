@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_compiled_cpu import cpu_toolchain, differential  # noqa: F401 - a fixture
+from test_compiled_cpu import differential
 
 import dsl
 from dsl.opdefs import OPS
@@ -106,7 +106,7 @@ SEEDS = list(range(80))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_random_kernels_run_or_are_refused_cleanly_and_agree(tmp_path, cpu_toolchain,  # noqa: F811
+def test_random_kernels_run_or_are_refused_cleanly_and_agree(tmp_path, cpu_toolchain,
                                                              seed):
     kernel, args, kwargs, grid, source = make_case(seed, tmp_path)
     try:
@@ -148,7 +148,7 @@ def divide(a, b, q, r, n, BLOCK: dsl.constexpr):
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int8, np.uint16])
-def test_integer_division_by_zero_and_minus_one_never_traps(cpu_toolchain, dtype):  # noqa: F811
+def test_integer_division_by_zero_and_minus_one_never_traps(cpu_toolchain, dtype):
     """Found by the fuzzer: compiled code divided by 0 (SIGFPE). x // 0 and x % 0 give 0
     everywhere, MIN // -1 wraps, as the interpreter defines them."""
     info = np.iinfo(dtype)
