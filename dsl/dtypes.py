@@ -70,6 +70,12 @@ class DType:
     def is_floating(self) -> bool:
         return self.is_float
 
+    @property
+    def element_ty(self) -> DType:
+        """The element type: Triton kernels read ``x_ptr.dtype.element_ty``, and a
+        tensor argument's ``.dtype`` here is already its element type."""
+        return self
+
 
 int1 = DType("int1", "bool", 1, "tl.int1", signed=False)
 int8 = DType("int8", "int", 8, "tl.int8")

@@ -29,12 +29,15 @@ from typing import Any
 
 from dsl import dtypes as dt
 from dsl import language as lang
+from dsl import pointers as ptrs
 from dsl import semantic as sem
 from dsl import semantic as sem_  # for handlers whose Triton signature has a ``sem`` argument
 from dsl.dtypes import DType
 from dsl.errors import DSLCompileError, SourceLoc
 from dsl.ir import Block, Function, Param, Type, Value, ViewType, verify
 from dsl.layout import Layout
+from dsl.opdefs import elementwise
+from dsl.pointers import BlockPointer, Pointer
 from dsl.semantic import Builder, ViewArg
 from dsl.views import broadcast_to as host_broadcast_to
 
@@ -72,6 +75,14 @@ class KernelSource:
     params: list[inspect.Parameter]
     constexpr_params: frozenset[str]
     block_size_params: frozenset[str]
+    # Set for a kernel written against triton.language (``dsl.triton_compat``): maps each
+    # object the kernel names (tl.load, tl.float32, a @triton.jit helper) to the DSL's;
+    # tensor arguments are then always pointers.
+    translate: Callable[[Any], Any] | None = None
+
+    @property
+    def triton(self) -> bool:
+        return self.translate is not None
 
     @property
     def name(self) -> str:
@@ -83,7 +94,8 @@ class KernelSource:
         return SourceLoc(self.file, line, col, linecache.getline(self.file, line))
 
     @staticmethod
-    def parse(fn: Callable[..., Any]) -> KernelSource:
+    def parse(fn: Callable[..., Any], translate: Callable[[Any], Any] | None = None
+              ) -> KernelSource:
         try:
             lines, first = inspect.getsourcelines(fn)
         except (OSError, TypeError) as exc:
@@ -99,6 +111,8 @@ class KernelSource:
         constexpr, blocks = set(), set()
         for p in sig.parameters.values():
             ann = _resolve_annotation(fn, p.annotation)
+            if translate is not None:
+                ann = translate(ann)
             if isinstance(ann, type) and issubclass(ann, lang.constexpr):
                 constexpr.add(p.name)
                 if issubclass(ann, lang.block_size):
@@ -107,7 +121,7 @@ class KernelSource:
                 raise DSLCompileError(f"kernel parameter {p.name!r}: *args, **kwargs and "
                                       "keyword-only parameters are not supported")
         return KernelSource(fn, tree, file, first - 1, col_offset, list(sig.parameters.values()),
-                            frozenset(constexpr), frozenset(blocks))
+                            frozenset(constexpr), frozenset(blocks), translate)
 
 
 def _resolve_annotation(fn: Callable[..., Any], ann: Any) -> Any:
@@ -124,6 +138,25 @@ class InlinableKernel:
     may call: the call is inlined."""
 
     source: KernelSource
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """A name a kernel may mention but not call (a Triton feature this project does
+    not have): calling it is a compile error at the call naming the feature."""
+
+    feature: str
+    reason: str = "is not supported yet"
+
+    def message(self) -> str:
+        return f"{self.feature} {self.reason} (missing feature: {self.feature})"
+
+
+def constexpr_function(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a plain Python function a kernel may call on constexpr arguments (e.g.
+    ``triton.next_power_of_2``); it runs at compile time."""
+    fn.__dsl_constexpr_fn__ = True  # type: ignore[attr-defined]
+    return fn
 
 
 # ----------------------------------------------------------------------------- specialization
@@ -217,6 +250,11 @@ def _returns(stmts: list[ast.stmt]) -> bool:
 def _is_value(x: Any) -> bool:
     return isinstance(x, Value)
 
+
+# Builtins whose ``input`` may be a pointer block: they apply to its offsets.
+_OFFSET_BUILTINS = frozenset({"reshape", "view", "permute", "trans", "expand_dims",
+                              "broadcast_to", "multiple_of", "max_contiguous",
+                              "max_constancy"})
 
 # Builtins a block also offers as methods (``x.reshape(4, 8)``), as Triton's tensors do.
 _VALUE_METHODS = ("reshape", "view", "permute", "trans", "expand_dims", "broadcast_to",
@@ -548,12 +586,16 @@ class _Visitor:
         if fn.__closure__:
             for var, cell in zip(fn.__code__.co_freevars, fn.__closure__):
                 if var == name:
-                    return cell.cell_contents
+                    return self.foreign(cell.cell_contents)
         if name in fn.__globals__:
-            return fn.__globals__[name]
+            return self.foreign(fn.__globals__[name])
         if hasattr(pybuiltins, name):
             return getattr(pybuiltins, name)
         raise self.error(node, f"unknown name '{name}'")
+
+    def foreign(self, obj: Any) -> Any:
+        """A global the kernel names, as the DSL sees it (Triton's objects mapped)."""
+        return obj if self.src.translate is None else self.src.translate(obj)
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
         base = self.expr(node.value)
@@ -571,8 +613,12 @@ class _Visitor:
                 return _Method(base, attr)
             raise self.error(node, f"a tensor has no attribute '{attr}' (has .to, .dtype, "
                                    f".shape, .T, {', '.join('.' + m for m in _VALUE_METHODS)})")
+        if isinstance(base, (Pointer, BlockPointer)):
+            if attr in ("dtype", "type"):
+                return base.dtype
+            raise self.error(node, f"a pointer has no attribute '{attr}' (has .dtype)")
         if isinstance(base, ViewArg):
-            if attr == "dtype":
+            if attr in ("dtype", "type"):
                 return base.dtype
             if attr in ("shape", "stride"):
                 if base.rank is None:
@@ -585,7 +631,8 @@ class _Visitor:
             if not hasattr(base, attr):
                 raise self.error(node, f"'{getattr(base, '__name__', base)}' has no attribute "
                                        f"'{attr}'")
-            return getattr(base, attr)
+            return self.foreign(getattr(base, attr)) if inspect.ismodule(base) else \
+                getattr(base, attr)
         raise self.error(node, f"attribute access on {type(base).__name__} is not supported")
 
     def expr_Tuple(self, node: ast.Tuple) -> Any:
@@ -615,10 +662,25 @@ class _Visitor:
         name = _BINOPS.get(type(op))
         if name is None:
             raise self.error(node, f"operator {type(op).__name__} is not supported on tensors")
+        if ptrs.is_pointer(lhs) or ptrs.is_pointer(rhs):
+            return self.pointer_arithmetic(node, name, lhs, rhs)
         for side in (lhs, rhs):
             if not _is_value(side) and not sem.is_pyscalar(side):
                 raise self.error(node, f"cannot apply an operator to {type(side).__name__}")
         return sem.binary(self.b, name, lhs, rhs)
+
+    def pointer_arithmetic(self, node: ast.AST, name: str, lhs: Any, rhs: Any) -> Any:
+        """``ptr + offsets``, ``offsets + ptr``, ``ptr - offsets`` and ``ptr - ptr``."""
+        if name == "add" and ptrs.is_pointer(lhs) and not ptrs.is_pointer(rhs):
+            return ptrs.offset_by(self.b, lhs, rhs)
+        if name == "add" and ptrs.is_pointer(rhs) and not ptrs.is_pointer(lhs):
+            return ptrs.offset_by(self.b, rhs, lhs)
+        if name == "sub" and ptrs.is_pointer(lhs):
+            if ptrs.is_pointer(rhs):
+                return ptrs.difference(self.b, lhs, rhs)
+            return ptrs.offset_by(self.b, lhs, rhs, subtract=True)
+        raise self.error(node, f"operator '{elementwise(name).symbol}' is not defined on pointers (a "
+                               "pointer moves by + and - of integer offsets)")
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
         x = self.expr(node.operand)
@@ -654,16 +716,25 @@ class _Visitor:
         name = _CMPOPS.get(type(op))
         if name is None:
             raise self.error(node, f"comparison {type(op).__name__} is not supported on tensors")
+        if ptrs.is_pointer(lhs) or ptrs.is_pointer(rhs):
+            if not (ptrs.is_pointer(lhs) and ptrs.is_pointer(rhs)):
+                raise self.error(node, "a pointer compares only with another pointer")
+            return ptrs.compare(self.b, name, lhs, rhs)
         return sem.binary(self.b, name, lhs, rhs)
 
     def expr_Subscript(self, node: ast.Subscript) -> Any:
         base = self.expr(node.value)
+        if isinstance(base, Pointer):  # ptrs[:, None] indexes the offsets
+            return ptrs.map_offsets(base, lambda off: self.subscript(node, off))
         if not _is_value(base):
             index = self.expr(node.slice)
             try:
                 return base[index]
             except Exception as exc:
                 raise self.error(node, f"constexpr indexing failed: {exc}") from None
+        return self.subscript(node, base)
+
+    def subscript(self, node: ast.Subscript, base: Value) -> Value:
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         out, dim = base, 0
         for item in items:
@@ -703,6 +774,15 @@ class _Visitor:
             return self.call_builtin(node, fn, args, kwargs)
         if isinstance(fn, InlinableKernel):
             return self.inline_call(node, fn, args, kwargs)
+        if isinstance(fn, Unsupported):
+            raise self.error(node, fn.message())
+        if getattr(fn, "__dsl_constexpr_fn__", False):
+            if any(_is_value(a) for a in args) or any(_is_value(a) for a in kwargs.values()):
+                raise self.error(node, f"{fn.__name__}() takes constexpr arguments only")
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                raise self.error(node, f"{fn.__name__}() failed: {exc}") from None
         if fn in _PY_FUNCS:
             if fn is pybuiltins.abs and args and _is_value(args[0]):
                 return self.call_builtin(node, lang.abs, args, kwargs)
@@ -726,7 +806,15 @@ class _Visitor:
         handler = _BUILTINS.get(fn.__name__)
         if handler is None:
             raise self.error(node, f"dsl.{fn.__name__}() cannot be called here")
-        return handler(self, node, **bound.arguments)
+        arguments = bound.arguments
+        if fn.__name__ in _OFFSET_BUILTINS and isinstance(arguments.get("input"), Pointer):
+            # a shape op or hint on a pointer block applies to its offsets
+            ptr = arguments["input"]
+            return Pointer(ptr.view, handler(self, node, **{**arguments, "input": ptr.offset}))
+        if fn.__name__ == "where" and (ptrs.is_pointer(arguments["x"]) or
+                                       ptrs.is_pointer(arguments["y"])):
+            return ptrs.select(self.b, arguments["condition"], arguments["x"], arguments["y"])
+        return handler(self, node, **arguments)
 
     def combine(self, node: ast.Call, kind: str, input: Any, axis: Any, combine_fn: Any,
                 attrs: dict[str, Any]) -> Any:
@@ -862,12 +950,98 @@ def _expand_dims(v: _Visitor, node: ast.AST, x: Any, axis: Any) -> Any:
     return value
 
 
+def _pointer_form(v: _Visitor, target: Any, index: Any) -> bool:
+    """True when a memory builtin addresses through a pointer (Triton's form): a
+    pointer block, or a bare tensor argument with no index (or in a Triton kernel,
+    where every tensor argument is a pointer)."""
+    if isinstance(target, Pointer):
+        return True
+    return isinstance(target, ViewArg) and (index is None or v.src.triton)
+
+
+def _shifted(v: _Visitor, node: ast.AST, what: str, first: Any, second: Any, third: Any
+             ) -> tuple[Any, Any]:
+    """Triton's positional order after a pointer: the argument the logical form
+    calls ``index`` is the next one (``load(ptrs, mask, other)``, ``store(ptrs,
+    value, mask)``), so ``(index, a, b)`` becomes ``(index, a or b)``."""
+    if first is None:
+        return second, third
+    if second is not None and third is not None:
+        raise v.error(node, f"{what}() through a pointer got one positional argument too many")
+    return first, second if second is not None else third
+
+
+def _load(v: _Visitor, node: ast.AST, pointer: Any, index: Any, mask: Any, other: Any,
+          boundary_check: Any, padding_option: Any) -> Value:
+    if isinstance(pointer, BlockPointer):
+        if index is not None or mask is not None or other is not None:
+            raise v.error(node, "load() of a block pointer takes boundary_check= and "
+                                "padding_option=, not a mask or other=")
+        addr, m, fill = ptrs.block_access(v.b, pointer, boundary_check, padding_option)
+        return sem.load(v.b, addr, None, m, fill)
+    _no_boundary_check(v, node, "load", boundary_check)
+    if _pointer_form(v, pointer, index):
+        mask, other = _shifted(v, node, "load", index, mask, other)
+        return sem.load(v.b, ptrs.address(v.b, pointer), None, mask, other)
+    return sem.load(v.b, _view_arg(v, node, pointer, "load"), index, mask, other)
+
+
+def _store(v: _Visitor, node: ast.AST, pointer: Any, index: Any, value: Any, mask: Any,
+           boundary_check: Any) -> None:
+    if isinstance(pointer, BlockPointer):
+        if mask is not None or (index is not None and value is not None):
+            raise v.error(node, "store() of a block pointer takes a value and "
+                                "boundary_check=, not a mask")
+        addr, m, _ = ptrs.block_access(v.b, pointer, boundary_check, "")
+        return sem.store(v.b, addr, None, index if value is None else value, m)
+    _no_boundary_check(v, node, "store", boundary_check)
+    if _pointer_form(v, pointer, index):
+        value, mask = _shifted(v, node, "store", index, value, mask)
+        target: Any = ptrs.address(v.b, pointer)
+    else:
+        target = _view_arg(v, node, pointer, "store")
+    if value is None:
+        raise v.error(node, "store() needs a value")
+    return sem.store(v.b, target, None if isinstance(target, sem.Address) else index, value,
+                     mask)
+
+
+def _no_boundary_check(v: _Visitor, node: ast.AST, what: str, boundary_check: Any) -> None:
+    if boundary_check not in ((), [], None):
+        raise v.error(node, f"{what}(): boundary_check= needs a block pointer (make_block_ptr)")
+
+
+def _memory_target(v: _Visitor, node: ast.AST, what: str, pointer: Any, index: Any
+                   ) -> tuple[Any, bool]:
+    """The address base of an atomic: (pointer address or view, pointer form?)."""
+    if _pointer_form(v, pointer, index):
+        return ptrs.address(v.b, pointer), True
+    return _view_arg(v, node, pointer, what), False
+
+
 def _atomic(op: str) -> Callable[..., Any]:
-    def handler(v: _Visitor, node: ast.AST, tensor: Any, index: Any, val: Any, mask: Any,
+    def handler(v: _Visitor, node: ast.AST, pointer: Any, index: Any, val: Any, mask: Any,
                 sem: Any, scope: Any) -> Any:
-        view = _view_arg(v, node, tensor, f"atomic_{op}")
-        return sem_.atomic(v.b, op, view, index, val, mask, sem, scope)
+        what = f"atomic_{op}"
+        target, pointer_form = _memory_target(v, node, what, pointer, index)
+        if pointer_form:
+            val, mask = _shifted(v, node, what, index, val, mask)
+            index = None
+        if val is None:
+            raise v.error(node, f"{what}() needs a value")
+        return sem_.atomic(v.b, op, target, index, val, mask, sem, scope)
     return handler
+
+
+def _atomic_cas(v: _Visitor, node: ast.AST, pointer: Any, index: Any, cmp: Any, val: Any,
+                sem: Any, scope: Any) -> Any:
+    target, pointer_form = _memory_target(v, node, "atomic_cas", pointer, index)
+    if pointer_form:
+        cmp, val = _shifted(v, node, "atomic_cas", index, cmp, val)
+        index = None
+    if cmp is None or val is None:
+        raise v.error(node, "atomic_cas() needs cmp and val")
+    return sem_.atomic_cas(v.b, target, index, cmp, val, sem, scope)
 
 
 def _program_index(v: _Visitor, node: ast.AST, kind: str, axis: Any) -> Value:
@@ -906,10 +1080,14 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "zeros": lambda v, node, shape, dtype: sem.full(v.b, shape, 0, _dtype_arg(v, node, dtype)),
     "full": lambda v, node, shape, value, dtype: sem.full(
         v.b, shape, value, _dtype_arg(v, node, dtype)),
-    "load": lambda v, node, tensor, index, mask, other: sem.load(
-        v.b, _view_arg(v, node, tensor, "load"), index, mask, other),
-    "store": lambda v, node, tensor, index, value, mask: sem.store(
-        v.b, _view_arg(v, node, tensor, "store"), index, value, mask),
+    "load": lambda v, node, pointer, index, mask, other, boundary_check, padding_option,
+    cache_modifier, eviction_policy, volatile: _load(v, node, pointer, index, mask, other,
+                                                     boundary_check, padding_option),
+    "store": lambda v, node, pointer, index, value, mask, boundary_check, cache_modifier,
+    eviction_policy: _store(v, node, pointer, index, value, mask, boundary_check),
+    "make_block_ptr": lambda v, node, base, shape, strides, offsets, block_shape, order:
+    ptrs.make_block_ptr(v.b, base, shape, strides, offsets, block_shape, order),
+    "advance": lambda v, node, base, offsets: ptrs.advance(v.b, base, offsets),
     "where": lambda v, node, condition, x, y: sem.where(v.b, condition, x, y),
     "maximum": _binary_builtin("maximum"),
     "minimum": _binary_builtin("minimum"),
@@ -948,8 +1126,7 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "xor_sum": _reduce("xor_sum"), "argmax": _arg_reduce("argmax"),
     "argmin": _arg_reduce("argmin"),
     **{f"atomic_{op}": _atomic(op) for op in ("add", "max", "min", "xchg", "and", "or", "xor")},
-    "atomic_cas": lambda v, node, tensor, index, cmp, val, sem, scope: sem_.atomic_cas(
-        v.b, _view_arg(v, node, tensor, "atomic_cas"), index, cmp, val, sem, scope),
+    "atomic_cas": _atomic_cas,
     "multiple_of": lambda v, node, input, values: sem.hint(v.b, "multiple_of", input, values),
     "max_contiguous": lambda v, node, input, values: sem.hint(v.b, "max_contiguous", input,
                                                                values),
@@ -969,6 +1146,9 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "cast": lambda v, node, x, dtype, bitcast: (sem.bitcast if bitcast else sem.cast)(
         v.b, sem.as_value(v.b, x), _dtype_arg(v, node, dtype)),
     "static_assert": _static_assert,
+    "debug_barrier": lambda v, node: None,
+    "assume": lambda v, node, cond: None,
+    "compile_hint": lambda v, node, ptr, hint_name, hint_val: None,
     "range": _loop_only, "static_range": _loop_only, "tile_range": _loop_only,
 }
 
@@ -1008,7 +1188,27 @@ def build_ir(src: KernelSource, specs: dict[str, ArgSpec]) -> Function:
     key = tuple((name, str(spec)) for name, spec in specs.items())
     fn = Function(src.name, params, body, src.file, key, builder.grid_use)
     verify(fn)
+    _check_addressing(fn)
     return fn
+
+
+def _check_addressing(fn: Function) -> None:
+    """A tensor read both through pointers and by logical index must be contiguous:
+    only then are the element offset and the logical index the same number, which
+    the bounds and race checks rely on."""
+    forms: dict[str, set[bool]] = {}
+    first: dict[str, Any] = {}
+    for op in fn.walk():
+        if op.defn.reads_memory or op.defn.writes_memory:
+            forms.setdefault(op.tensor, set()).add(bool(op.attrs.get("pointer")))
+            first.setdefault(op.tensor, op)
+    for p in fn.params:
+        if p.role == "tensor" and len(forms.get(p.user_name, ())) == 2 and \
+                p.value.type.layout.kind != "contiguous":
+            raise DSLCompileError(
+                f"tensor '{p.user_name}' is accessed both through pointers and by logical index, "
+                f"which needs a contiguous tensor (its layout is {p.value.type.layout}); "
+                "use one form for it", first[p.user_name].loc, fn.name)
 
 
 def _view_param(name: str, spec: TensorSpec) -> tuple[ViewArg, list[Param]]:

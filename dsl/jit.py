@@ -135,9 +135,9 @@ def _next_pow2(n: int) -> int:
 class JITFunction(InlinableKernel):
     """A kernel written in the DSL. Call it, or index it with a grid first."""
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], source: KernelSource | None = None) -> None:
         self.fn = fn
-        self.source = KernelSource.parse(fn)
+        self.source = source or KernelSource.parse(fn)
         self.source_text = inspect.getsource(fn)
         self._cache: dict[tuple, Function] = {}
         functools.update_wrapper(self, fn)

@@ -69,19 +69,50 @@ def full(shape: Any, value: Any, dtype: DType) -> Any:
 
 
 @builtin
-def load(tensor: Any, index: Any, mask: Any = None, other: Any = None) -> Any:
-    """Load ``tensor`` at the logical row-major ``index`` (scalar or block).
+def load(pointer: Any, index: Any = None, mask: Any = None, other: Any = None,
+         boundary_check: Any = (), padding_option: str = "", cache_modifier: str = "",
+         eviction_policy: str = "", volatile: bool = False) -> Any:
+    """Load from memory, in one of three forms.
 
-    Lanes where ``mask`` is false are not read and give ``other`` (default 0). The
-    compiler derives the physical offset from the tensor's layout, so broadcast
-    operands (stride 0) are read in place."""
+    - ``load(tensor, index, mask=None, other=None)``: the logical row-major ``index``
+      (scalar or block) of a tensor argument; the compiler derives the physical offset
+      from the tensor's layout, so broadcast operands (stride 0) are read in place.
+    - ``load(ptrs, mask=None, other=None)``, Triton's form: ``ptrs`` is a tensor
+      argument (a pointer to its first element) plus element offsets (``x_ptr +
+      offsets``); strides are the kernel's to apply. After a pointer the next
+      positional argument is the mask, as in Triton.
+    - ``load(block_ptr, boundary_check=(dims), padding_option="zero"|"nan")``: a
+      block pointer (``make_block_ptr``); lanes outside the parent tensor in the
+      checked dimensions give the padding.
+
+    Lanes where ``mask`` is false are not read and give ``other`` (default 0).
+    ``cache_modifier``, ``eviction_policy`` and ``volatile`` are accepted and
+    ignored (they have no meaning off the device)."""
     raise _outside("load")
 
 
 @builtin
-def store(tensor: Any, index: Any, value: Any, mask: Any = None) -> Any:
-    """Store ``value`` (converted to the tensor's dtype) at logical ``index``."""
+def store(pointer: Any, index: Any = None, value: Any = None, mask: Any = None,
+          boundary_check: Any = (), cache_modifier: str = "", eviction_policy: str = "") -> Any:
+    """Store ``value`` (converted to the tensor's dtype): ``store(tensor, index,
+    value, mask=None)`` at a logical index, ``store(ptrs, value, mask=None)`` through
+    pointers, or ``store(block_ptr, value, boundary_check=(dims))``."""
     raise _outside("store")
+
+
+@builtin
+def make_block_ptr(base: Any, shape: Any, strides: Any, offsets: Any, block_shape: Any,
+                   order: Any) -> Any:
+    """A block pointer: the ``block_shape`` block at ``offsets`` of a parent tensor of
+    ``shape`` and ``strides`` (elements) starting at ``base``; load and store expand
+    it to pointer arithmetic and a boundary mask."""
+    raise _outside("make_block_ptr")
+
+
+@builtin
+def advance(base: Any, offsets: Any) -> Any:
+    """The block pointer ``base`` moved by ``offsets`` (one per dimension)."""
+    raise _outside("advance")
 
 
 @builtin
@@ -223,6 +254,25 @@ def static_range(*args: int) -> Any:
 def range(*args: Any) -> Any:  # noqa: A001
     """A dynamic loop, same as Python's ``range`` inside a kernel."""
     raise _outside("range")
+
+
+@builtin
+def debug_barrier() -> Any:
+    """Triton's barrier between the threads of a program: accepted, no effect (a
+    program's ops already run in order here)."""
+    raise _outside("debug_barrier")
+
+
+@builtin
+def assume(cond: Any) -> Any:
+    """Triton's optimisation hint that ``cond`` holds: accepted, no effect."""
+    raise _outside("assume")
+
+
+@builtin
+def compile_hint(ptr: Any, hint_name: str, hint_val: Any = None) -> Any:
+    """triton-ascend's hint to its compiler about a value: accepted, no effect."""
+    raise _outside("compile_hint")
 
 
 @builtin
@@ -467,56 +517,57 @@ def dot(input: Any, other: Any, acc: Any = None, input_precision: Any = None,  #
 
 
 @builtin
-def atomic_add(tensor: Any, index: Any, val: Any, mask: Any = None, sem: Any = None,
+def atomic_add(pointer: Any, index: Any = None, val: Any = None, mask: Any = None, sem: Any = None,
                scope: Any = None) -> Any:
     """Atomically add ``val``; returns the old values."""
     raise _outside("atomic_add")
 
 
 @builtin
-def atomic_max(tensor: Any, index: Any, val: Any, mask: Any = None, sem: Any = None,
+def atomic_max(pointer: Any, index: Any = None, val: Any = None, mask: Any = None, sem: Any = None,
                scope: Any = None) -> Any:
     """Atomically keep the larger value (a NaN is ignored); returns the old values."""
     raise _outside("atomic_max")
 
 
 @builtin
-def atomic_min(tensor: Any, index: Any, val: Any, mask: Any = None, sem: Any = None,
+def atomic_min(pointer: Any, index: Any = None, val: Any = None, mask: Any = None, sem: Any = None,
                scope: Any = None) -> Any:
     """Atomically keep the smaller value (a NaN is ignored); returns the old values."""
     raise _outside("atomic_min")
 
 
 @builtin
-def atomic_xchg(tensor: Any, index: Any, val: Any, mask: Any = None, sem: Any = None,
+def atomic_xchg(pointer: Any, index: Any = None, val: Any = None, mask: Any = None, sem: Any = None,
                 scope: Any = None) -> Any:
     """Atomically replace with ``val``; returns the old values."""
     raise _outside("atomic_xchg")
 
 
 @builtin
-def atomic_and(tensor: Any, index: Any, val: Any, mask: Any = None, sem: Any = None,
+def atomic_and(pointer: Any, index: Any = None, val: Any = None, mask: Any = None, sem: Any = None,
                scope: Any = None) -> Any:
     """Atomic bitwise and (integer tensors); returns the old values."""
     raise _outside("atomic_and")
 
 
 @builtin
-def atomic_or(tensor: Any, index: Any, val: Any, mask: Any = None, sem: Any = None,
+def atomic_or(pointer: Any, index: Any = None, val: Any = None, mask: Any = None, sem: Any = None,
               scope: Any = None) -> Any:
     """Atomic bitwise or (integer tensors); returns the old values."""
     raise _outside("atomic_or")
 
 
 @builtin
-def atomic_xor(tensor: Any, index: Any, val: Any, mask: Any = None, sem: Any = None,
+def atomic_xor(pointer: Any, index: Any = None, val: Any = None, mask: Any = None, sem: Any = None,
                scope: Any = None) -> Any:
     """Atomic bitwise xor (integer tensors); returns the old values."""
     raise _outside("atomic_xor")
 
 
 @builtin
-def atomic_cas(tensor: Any, index: Any, cmp: Any, val: Any, sem: Any = None,
+def atomic_cas(pointer: Any, index: Any = None, cmp: Any = None, val: Any = None,
+               sem: Any = None,
                scope: Any = None) -> Any:
     """Atomic compare-and-swap: write ``val`` where the old value equals ``cmp``;
     returns the old values."""

@@ -438,33 +438,73 @@ def _mask_value(b: Builder, mask: Operand | None, shape: tuple[int, ...]) -> Val
     return broadcast_to(b, m, shape)
 
 
-def load(b: Builder, view: ViewArg, index: Operand, mask: Operand | None, other: Operand | None) -> Value:
-    """Load ``view`` at logical ``index``; masked-off lanes give ``other`` (default 0)."""
+@dataclass(frozen=True)
+class Address:
+    """Where a memory op goes: the tensor, the index its bounds are checked on, and
+    the physical element offset into the tensor's buffer. A logical address checks
+    a row-major ``index`` against the view's elements; a pointer address (Triton's
+    ``x_ptr + offsets``, ``dsl.pointers``) checks the offset itself against the
+    memory the argument spans, so ``index`` and ``offset`` are the same value."""
+
+    view: ViewArg
+    index: Value
+    offset: Value
+    pointer: bool = False
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        return {"pointer": True} if self.pointer else {}
+
+    def broadcast(self, b: Builder, shape: tuple[int, ...]) -> Address:
+        index = broadcast_to(b, self.index, shape)
+        offset = index if self.offset is self.index else broadcast_to(b, self.offset, shape)
+        return Address(self.view, index, offset, self.pointer)
+
+
+Target = ViewArg | Address
+
+
+def address(b: Builder, target: Target, index: Operand | None) -> Address:
+    """The address of a memory op: ``target`` itself when it is one already (a
+    pointer), else the logical ``index`` into the view."""
+    if isinstance(target, Address):
+        return target
+    if index is None:
+        raise b.error(f"an index into tensor '{target.name}' is missing")
     idx = _index_value(b, index)
-    offset = derive_offset(b, view, idx)
-    operands = [view.value, idx, offset]
-    m = _mask_value(b, mask, idx.shape)
+    return Address(target, idx, derive_offset(b, target, idx))
+
+
+def load(b: Builder, target: Target, index: Operand | None, mask: Operand | None,
+         other: Operand | None) -> Value:
+    """Load at an address (a view and a logical ``index``, or a pointer);
+    masked-off lanes give ``other`` (default 0)."""
+    addr = address(b, target, index)
+    view, shape = addr.view, addr.index.shape
+    operands = [view.value, addr.index, addr.offset]
+    m = _mask_value(b, mask, shape)
     if m is not None:
         operands.append(m)
         fill = as_value(b, 0 if other is None else other, view.dtype)
-        operands.append(broadcast_to(b, fill, idx.shape))
+        operands.append(broadcast_to(b, fill, shape))
     elif other is not None:
         raise b.error("load() got other= without mask=")
-    return b.emit("load", operands, [Type(view.dtype, idx.shape)]).result
+    return b.emit("load", operands, [Type(view.dtype, shape)], attrs=addr.attrs).result
 
 
-def store(b: Builder, view: ViewArg, index: Operand, value: Operand, mask: Operand | None) -> None:
-    """Store ``value`` (converted to the view's dtype, rule 9) at logical ``index``."""
-    idx = _index_value(b, index)
+def store(b: Builder, target: Target, index: Operand | None, value: Operand,
+          mask: Operand | None) -> None:
+    """Store ``value`` (converted to the view's dtype, rule 9) at an address."""
+    addr = address(b, target, index)
+    view, shape = addr.view, addr.index.shape
     val = as_value(b, value, view.dtype)
-    if broadcast_shapes(b, val.shape, idx.shape, "store") != idx.shape:
+    if broadcast_shapes(b, val.shape, shape, "store") != shape:
         raise b.error(f"stored value of shape {list(val.shape)} does not fit index shape "
-                      f"{list(idx.shape)}")
-    val = broadcast_to(b, val, idx.shape)
-    offset = derive_offset(b, view, idx)
-    m = _mask_value(b, mask, idx.shape)
-    operands = [view.value, idx, offset, val] + ([m] if m is not None else [])
-    b.emit("store", operands, [])
+                      f"{list(shape)}")
+    val = broadcast_to(b, val, shape)
+    m = _mask_value(b, mask, shape)
+    operands = [view.value, addr.index, addr.offset, val] + ([m] if m is not None else [])
+    b.emit("store", operands, [], attrs=addr.attrs)
 
 
 # ----------------------------------------------------------------------------- shape ops
@@ -710,39 +750,42 @@ def _memory_semantics(b: Builder, what: str, sem: Any, scope: Any) -> dict[str, 
     return {"sem": sem, "scope": scope}
 
 
-def _atomic_operands(b: Builder, what: str, view: ViewArg, index: Operand, value: Operand,
-                     mask: Operand | None) -> tuple[Value, Value, Value, Value | None]:
-    idx = _index_value(b, index)
-    val = as_value(b, value, view.dtype)
-    shape = broadcast_shapes(b, idx.shape, val.shape, what)
-    idx, val = broadcast_to(b, idx, shape), broadcast_to(b, val, shape)
-    return idx, derive_offset(b, view, idx), val, _mask_value(b, mask, shape)
+def _atomic_operands(b: Builder, what: str, target: Target, index: Operand | None,
+                     value: Operand, mask: Operand | None
+                     ) -> tuple[Address, Value, Value | None]:
+    addr = address(b, target, index)
+    val = as_value(b, value, addr.view.dtype)
+    shape = broadcast_shapes(b, addr.index.shape, val.shape, what)
+    return addr.broadcast(b, shape), broadcast_to(b, val, shape), _mask_value(b, mask, shape)
 
 
-def atomic(b: Builder, op: str, view: ViewArg, index: Operand, value: Operand,
+def atomic(b: Builder, op: str, target: Target, index: Operand | None, value: Operand,
            mask: Operand | None, sem: Any, scope: Any) -> Value:
-    """``atomic_<op>`` at logical ``index``: returns the old values (0 where masked
-    off); colliding lanes apply one at a time, in program then lane order."""
+    """``atomic_<op>`` at an address: returns the old values (0 where masked off);
+    colliding lanes apply one at a time, in program then lane order."""
     what = f"atomic_{op}"
+    view = target.view if isinstance(target, Address) else target
     if op in ("and", "or", "xor") and not (view.dtype.is_int and not view.dtype.is_bool):
         raise b.error(f"{what}() needs an integer tensor, got {view.dtype.name}")
     if view.dtype.is_bool and op != "xchg":
         raise b.error(f"{what}() does not accept an int1 tensor")
     attrs = {"op": op, **_memory_semantics(b, what, sem, scope)}
-    idx, offset, val, m = _atomic_operands(b, what, view, index, value, mask)
-    operands = [view.value, idx, offset, val] + ([m] if m is not None else [])
-    return b.emit("atomic", operands, [Type(view.dtype, idx.shape)], attrs=attrs).result
+    addr, val, m = _atomic_operands(b, what, target, index, value, mask)
+    operands = [view.value, addr.index, addr.offset, val] + ([m] if m is not None else [])
+    return b.emit("atomic", operands, [Type(view.dtype, addr.index.shape)],
+                  attrs={**attrs, **addr.attrs}).result
 
 
-def atomic_cas(b: Builder, view: ViewArg, index: Operand, compare: Operand, value: Operand,
-               sem: Any, scope: Any) -> Value:
-    """Compare-and-swap at logical ``index``: write ``value`` where the old value equals
+def atomic_cas(b: Builder, target: Target, index: Operand | None, compare: Operand,
+               value: Operand, sem: Any, scope: Any) -> Value:
+    """Compare-and-swap at an address: write ``value`` where the old value equals
     ``compare``; returns the old values."""
     attrs = _memory_semantics(b, "atomic_cas", sem, scope)
-    idx, offset, val, _ = _atomic_operands(b, "atomic_cas", view, index, value, None)
-    cmp = broadcast_to(b, as_value(b, compare, view.dtype), idx.shape)
-    return b.emit("atomic_cas", [view.value, idx, offset, cmp, val],
-                  [Type(view.dtype, idx.shape)], attrs=attrs).result
+    addr, val, _ = _atomic_operands(b, "atomic_cas", target, index, value, None)
+    view, shape = addr.view, addr.index.shape
+    cmp = broadcast_to(b, as_value(b, compare, view.dtype), shape)
+    return b.emit("atomic_cas", [view.value, addr.index, addr.offset, cmp, val],
+                  [Type(view.dtype, shape)], attrs={**attrs, **addr.attrs}).result
 
 
 # ----------------------------------------------------------------------------- debugging, hints

@@ -110,6 +110,12 @@ class Frame:
         return self.pid.shape[0]
 
 
+def _extent(op: Op, tensor: BoundTensor) -> int:
+    """The index range an access is checked against: the view's elements for a
+    logical index, the memory the view spans (its buffer) for a pointer."""
+    return len(tensor.buffer) if op.attrs.get("pointer") else tensor.view.numel
+
+
 def _max_block(block: Block, nested: bool) -> int:
     """Largest block (in elements) an op of ``block`` produces."""
     ops = walk_block(block) if nested else block.ops
@@ -581,7 +587,8 @@ class Interpreter:
         site = self.sites.get(id(op))
         if site is None:
             tensor = self.launch.tensors[op.tensor]
-            site = AccessSite(self.fn.name, op.kind, tensor.name, tensor.view.numel, op.loc)
+            site = AccessSite(self.fn.name, op.kind, tensor.name, _extent(op, tensor), op.loc,
+                              bool(op.attrs.get("pointer")))
             self.sites[id(op)] = site
         return site
 
@@ -637,7 +644,7 @@ class Interpreter:
         program = pid[:, 0] + gx * (pid[:, 1] + gy * pid[:, 2])
         program = np.broadcast_to(program.reshape((-1,) + (1,) * (len(shape) - 1)), shape)
         where, who = idx[active].astype(np.int64), program[active]
-        numel = self.launch.tensors[op.tensor].view.numel
+        numel = _extent(op, self.launch.tensors[op.tensor])
         writers = self.writers.setdefault(op.tensor, np.full(numel, -1, np.int64))
         readers = self.readers.setdefault(op.tensor, np.full(numel, -1, np.int64))
         previous, seen = writers[where], readers[where]

@@ -32,12 +32,18 @@ class AccessSite:
     kernel: str
     kind: str  # "load" | "store"
     tensor: str
-    numel: int
+    numel: int  # elements of the view, or of the memory it spans for a pointer access
     loc: SourceLoc
+    pointer: bool = False  # Triton's pointer form: the index is the element offset
 
 
 def _raise_oob(site: AccessSite, pid: np.ndarray, row: int, lane: int, index: int) -> None:
     program = tuple(int(p) for p in pid[row]) if pid.shape[0] > row else (0, 0, 0)
+    if site.pointer:
+        raise OutOfBoundsError(
+            f"{site.loc}: out-of-bounds {site.kind} in kernel '{site.kernel}': pointer "
+            f"offset {index} is outside tensor '{site.tensor}', whose memory holds "
+            f"{site.numel} elements (program id {program}, lane {lane})\n{site.loc.excerpt()}")
     raise OutOfBoundsError(
         f"{site.loc}: out-of-bounds {site.kind} in kernel '{site.kernel}': tensor "
         f"'{site.tensor}' has {site.numel} elements but index {index} was accessed "

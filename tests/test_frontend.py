@@ -182,7 +182,7 @@ def type_mismatch(x, out):
 
 @dsl.jit
 def wrong_builtin_arity(x, out):
-    v = dsl.load(x)
+    v = dsl.exp()
     dsl.store(out, dsl.arange(0, 4), v)
 
 
@@ -200,7 +200,7 @@ X4 = np.zeros(4, np.float32)
     (unknown_name, (X4, X4), "undefined_thing", "undefined_thing + 1", "unknown name 'undefined_thing'"),
     (shape_mismatch, (X4, X4), "a + b", "dsl.store(out, a, a + b)", "incompatible shapes [4] and [8]"),
     (type_mismatch, (X4, X4), "v & 1", "v & 1", "does not accept float32"),
-    (wrong_builtin_arity, (X4, X4), "dsl.load(x)", "v = dsl.load(x)", "missing a required argument"),
+    (wrong_builtin_arity, (X4, X4), "dsl.exp()", "v = dsl.exp()", "missing a required argument"),
     (block_if, (X4, X4, 3), "dsl.arange(0, 4) > n", "if dsl.arange(0, 4) > n:",
      "'if' needs a scalar condition"),
 ])

@@ -1,0 +1,237 @@
+"""Triton's pointers over tensor arguments: ``x_ptr + offsets`` and block pointers.
+
+A tensor argument is also a pointer to its first element. Pointers exist only at
+compile time, in the frontend: a ``Pointer`` pairs the one argument it derives from
+with an integer offset ``Value`` (in elements; the kernel applies strides itself, as
+in Triton), and pointer arithmetic moves that offset. A load, store or atomic
+through a pointer becomes the IR's ordinary memory op with a pointer ``Address``
+(``dsl.semantic``): its physical offset is the pointer's offset plus the view's
+base (when its layout has one), and its bounds check is against the memory the
+argument spans, so a pointer that escapes its argument is an ``OutOfBoundsError``
+naming that argument, program, lane and line. Because every pointer keeps its
+argument, the backends need nothing new: the interpreter checks and addresses the
+argument's buffer, and the code generator writes ``x_ptr + offset``.
+
+A ``BlockPointer`` (``make_block_ptr``/``advance``) is a description: the parent
+tensor's shape and strides, the block's offsets, its constexpr shape and order. A
+load or store through it expands to the pointer block ``base + sum(coord_d *
+stride_d)`` and, for the dimensions in ``boundary_check``, the mask ``0 <= coord_d <
+shape_d``, so block pointers lower to the same ``tl.load(ptr + offsets, mask)``
+calls as pointer arithmetic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dsl import dtypes as dt
+from dsl import semantic as sem
+from dsl.ir import Value
+from dsl.semantic import Address, Builder, Operand, ViewArg
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """A scalar or block of pointers into one tensor argument."""
+
+    view: ViewArg
+    offset: Value  # elements from the argument's first element; an integer dtype
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.offset.shape
+
+    @property
+    def dtype(self) -> dt.DType:
+        """The element type (``ptr.dtype.element_ty`` reads it too)."""
+        return self.view.dtype
+
+
+def is_pointer(x: object) -> bool:
+    return isinstance(x, (Pointer, ViewArg))
+
+
+def as_pointer(b: Builder, x: Pointer | ViewArg) -> Pointer:
+    """A tensor argument as the pointer to its first element."""
+    if isinstance(x, Pointer):
+        return x
+    return Pointer(x, sem.constant(b, 0, dt.int32))
+
+
+def _offset_operand(b: Builder, delta: Operand, what: str) -> Operand:
+    if isinstance(delta, Value):
+        if not delta.dtype.is_int or delta.dtype.is_bool:
+            raise b.error(f"{what}: a pointer moves by an integer offset, got {delta.dtype.name}")
+        return delta
+    if isinstance(delta, bool) or not isinstance(delta, int):
+        raise b.error(f"{what}: a pointer moves by an integer offset, got {delta!r}")
+    return delta
+
+
+def offset_by(b: Builder, ptr: Pointer | ViewArg, delta: Operand, subtract: bool = False
+              ) -> Pointer:
+    """``ptr + delta`` (or ``ptr - delta``): a pointer into the same argument."""
+    p = as_pointer(b, ptr)
+    what = "pointer " + ("-" if subtract else "+")
+    step = _offset_operand(b, delta, what)
+    return Pointer(p.view, sem.binary(b, "sub" if subtract else "add", p.offset, step))
+
+
+def _same_argument(b: Builder, p: Pointer, q: Pointer, what: str) -> None:
+    if p.view.name != q.view.name:
+        raise b.error(f"{what} of pointers into different arguments ('{p.view.name}' and "
+                      f"'{q.view.name}'): each pointer derives from one argument")
+
+
+def difference(b: Builder, lhs: Pointer | ViewArg, rhs: Pointer | ViewArg) -> Value:
+    """``p - q`` of two pointers into one argument: their distance in elements."""
+    p, q = as_pointer(b, lhs), as_pointer(b, rhs)
+    _same_argument(b, p, q, "difference")
+    return sem.binary(b, "sub", p.offset, q.offset)
+
+
+def compare(b: Builder, op: str, lhs: Pointer | ViewArg, rhs: Pointer | ViewArg) -> Value:
+    """A comparison of two pointers into one argument (their offsets compare)."""
+    p, q = as_pointer(b, lhs), as_pointer(b, rhs)
+    _same_argument(b, p, q, "comparison")
+    return sem.binary(b, op, p.offset, q.offset)
+
+
+def select(b: Builder, cond: Operand, x: Pointer | ViewArg, y: Pointer | ViewArg) -> Pointer:
+    """``where(cond, p, q)`` of two pointers into one argument."""
+    p, q = as_pointer(b, x), as_pointer(b, y)
+    _same_argument(b, p, q, "where()")
+    return Pointer(p.view, sem.where(b, cond, p.offset, q.offset))
+
+
+def map_offsets(ptr: Pointer, fn: Any) -> Pointer:
+    """A shape op (broadcast, reshape, expand_dims, permute, a hint) applied to the
+    offsets of a pointer block."""
+    return Pointer(ptr.view, fn(ptr.offset))
+
+
+def address(b: Builder, ptr: Pointer | ViewArg) -> Address:
+    """The memory op address of a pointer: offsets in the argument's index width
+    (int64 when either asks for it), plus the view's base."""
+    p = as_pointer(b, ptr)
+    view, offset = p.view, p.offset
+    wide = view.value.type.layout.index_bits == 64 or offset.dtype.bits == 64
+    offset = sem.cast(b, offset, dt.int64 if wide else dt.int32)
+    if view.base is not None:
+        offset = sem.binary(b, "add", offset, view.base)
+    return Address(view, offset, offset, pointer=True)
+
+
+# ----------------------------------------------------------------------------- block pointers
+
+
+@dataclass(frozen=True)
+class BlockPointer:
+    """``make_block_ptr``'s description of one block of a strided parent tensor."""
+
+    origin: Pointer  # the parent tensor's first element
+    shape: tuple[Operand, ...]
+    strides: tuple[Operand, ...]
+    offsets: tuple[Operand, ...]
+    block_shape: tuple[int, ...]
+    order: tuple[int, ...]
+
+    @property
+    def view(self) -> ViewArg:
+        return self.origin.view
+
+    @property
+    def dtype(self) -> dt.DType:
+        return self.origin.view.dtype
+
+
+def _operands(b: Builder, values: Any, what: str, rank: int | None) -> tuple[Operand, ...]:
+    items = tuple(values) if isinstance(values, (tuple, list)) else (values,)
+    for x in items:
+        if isinstance(x, Value):
+            if not x.dtype.is_int or x.dtype.is_bool or x.shape:
+                raise b.error(f"make_block_ptr() {what} must be integer scalars, got {x.type}")
+        elif isinstance(x, bool) or not isinstance(x, int):
+            raise b.error(f"make_block_ptr() {what} must be integers, got {x!r}")
+    if rank is not None and len(items) != rank:
+        raise b.error(f"make_block_ptr() {what} has {len(items)} entries for a {rank}-d block")
+    return items
+
+
+def make_block_ptr(b: Builder, base: Pointer | ViewArg, shape: Any, strides: Any,
+                   offsets: Any, block_shape: Any, order: Any) -> BlockPointer:
+    """A block pointer: ``block_shape`` elements of the parent tensor of ``shape`` and
+    ``strides`` at base, starting at ``offsets``."""
+    if not isinstance(base, (Pointer, ViewArg)) or (isinstance(base, Pointer) and base.shape):
+        raise b.error("make_block_ptr() base must be a tensor argument or a scalar pointer")
+    blocks = tuple(block_shape) if isinstance(block_shape, (tuple, list)) else (block_shape,)
+    if not blocks or any(isinstance(n, bool) or not isinstance(n, int) or n <= 0
+                         for n in blocks):
+        raise b.error(f"make_block_ptr() block_shape must be positive constexpr integers, "
+                      f"got {blocks!r}")
+    rank = len(blocks)
+    orders = tuple(order) if isinstance(order, (tuple, list)) else (order,)
+    if sorted(orders) != list(range(rank)):
+        raise b.error(f"make_block_ptr() order must be a permutation of 0..{rank - 1}, "
+                      f"got {orders!r}")
+    return BlockPointer(as_pointer(b, base), _operands(b, shape, "shape", rank),
+                        _operands(b, strides, "strides", rank),
+                        _operands(b, offsets, "offsets", rank), blocks, orders)
+
+
+def advance(b: Builder, bp: Any, offsets: Any) -> BlockPointer:
+    """The block pointer moved by ``offsets`` (one per dimension)."""
+    if not isinstance(bp, BlockPointer):
+        raise b.error(f"advance() needs a block pointer (make_block_ptr), got "
+                      f"{type(bp).__name__}")
+    deltas = _operands(b, offsets, "advance offsets", len(bp.block_shape))
+    moved = tuple(_add(b, o, d) for o, d in zip(bp.offsets, deltas))
+    return BlockPointer(bp.origin, bp.shape, bp.strides, moved, bp.block_shape, bp.order)
+
+
+def _add(b: Builder, x: Operand, y: Operand) -> Operand:
+    if isinstance(x, int) and isinstance(y, int):
+        return x + y
+    return sem.binary(b, "add", x, y)
+
+
+def _check_dims(b: Builder, dims: Any, rank: int, what: str) -> tuple[int, ...]:
+    items = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    if any(isinstance(d, bool) or not isinstance(d, int) or not 0 <= d < rank for d in items):
+        raise b.error(f"{what} must name dimensions in [0, {rank}), got {dims!r}")
+    return items
+
+
+def block_access(b: Builder, bp: BlockPointer, boundary_check: Any, padding_option: Any
+                 ) -> tuple[Address, Value | None, Operand | None]:
+    """The address of every element of the block, the boundary mask of the checked
+    dimensions (None when none are) and the fill of masked-off lanes."""
+    rank = len(bp.block_shape)
+    checked = _check_dims(b, boundary_check or (), rank, "boundary_check")
+    offset: Value = bp.origin.offset
+    mask: Value | None = None
+    for d, n in enumerate(bp.block_shape):
+        coord = sem.binary(b, "add", sem.arange(b, 0, n), bp.offsets[d])
+        for axis in range(rank):
+            if axis != d:
+                coord = sem.expand_dims(b, coord, axis)
+        offset = sem.binary(b, "add", offset, sem.binary(b, "mul", coord, bp.strides[d]))
+        if d in checked:
+            inside = sem.binary(b, "and", sem.binary(b, "ge", coord, 0),
+                                sem.binary(b, "lt", coord, bp.shape[d]))
+            mask = inside if mask is None else sem.binary(b, "and", mask, inside)
+    offset = sem.broadcast_to(b, offset, bp.block_shape)
+    if mask is not None:
+        mask = sem.broadcast_to(b, mask, bp.block_shape)
+    fill: Operand | None = None
+    if padding_option in (None, "", "zero"):
+        fill = 0 if mask is not None else None
+    elif padding_option == "nan":
+        if not bp.dtype.is_float:
+            raise b.error(f"padding_option='nan' needs a floating-point tensor, got "
+                          f"{bp.dtype.name}")
+        fill = float("nan") if mask is not None else None
+    else:
+        raise b.error(f"padding_option must be '', 'zero' or 'nan', got {padding_option!r}")
+    return address(b, Pointer(bp.view, offset)), mask, fill

@@ -1,0 +1,306 @@
+"""Triton compatibility: kernels written against ``triton.language`` run here unchanged.
+
+What this module owns, and how a Triton kernel flows through it:
+
+- ``translate(obj)`` maps each object a Triton kernel names to the DSL's: ``tl.load``
+  and the other ``triton.language`` builtins to the ``dsl.language`` builtin of the
+  same name (their signatures are Triton's), ``tl.float32`` and friends to DSL dtypes,
+  ``tl.constexpr`` to ``dsl.constexpr``, a ``@triton.jit`` helper to a DSL kernel
+  (inlined at its call), ``triton.cdiv``/``next_power_of_2`` to compile-time
+  functions. A Triton builtin the DSL lacks becomes ``Unsupported``: calling it is a
+  ``DSLCompileError`` at the kernel's line naming the missing feature.
+- ``from_triton(kernel)`` takes a ``@triton.jit`` function (or its plain Python
+  function), possibly wrapped by ``@triton.autotune`` and ``@triton.heuristics``, and
+  returns a ``TritonKernel``: a ``dsl.JITFunction`` whose source is parsed with
+  ``translate`` (so every tensor argument is a pointer, ``dsl.pointers``). It runs on
+  the interpreter, compiled-CPU mode and lowering like any DSL kernel. Launch options
+  Triton treats as compiler options (``num_warps``, ``num_stages``, ...) are dropped as
+  Triton drops the ones its backend does not know; autotune configs and heuristics
+  fill in their constexpr arguments (one stated config: the first, or the one
+  ``from_triton(kernel, config=)`` names; ``rank_configs`` ranks all of them by how
+  they fit the on-chip Unified Buffer when lowered).
+- ``install()`` is the ``DSL_TRITON_INTERPRET=1`` switch: it patches Triton's launch
+  methods so that every ``kernel[grid](...)`` whose tensors are CPU tensors runs here
+  (``ascend_dsl_triton.pth`` calls ``install_on_import`` at start-up when the variable
+  is set, so scripts need no edit).
+
+Nothing here imports Triton at module import time: ``translate`` recognises Triton's
+objects by their module, and Triton is imported only by ``install``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+from dsl import dtypes as dt
+from dsl import language as lang
+from dsl.errors import DSLError, DSLLaunchError
+from dsl.frontend import KernelSource, Unsupported, constexpr_function
+from dsl.jit import JITFunction
+
+# triton.language dtype names -> DSL dtypes (fp8 types have no DSL counterpart).
+_DTYPES = {"fp16": dt.float16, "bf16": dt.bfloat16, "fp32": dt.float32, "fp64": dt.float64,
+           "int1": dt.int1, "int8": dt.int8, "int16": dt.int16, "int32": dt.int32,
+           "int64": dt.int64, "uint8": dt.uint8, "uint16": dt.uint16, "uint32": dt.uint32,
+           "uint64": dt.uint64}
+
+# Triton builtins whose DSL counterpart has another name.
+_RENAMED = {"sqrt_rn": "sqrt"}
+
+
+@constexpr_function
+def next_power_of_2(n: int) -> int:
+    """``triton.next_power_of_2`` on constexprs."""
+    return 1 << max(int(n) - 1, 0).bit_length()
+
+
+def _is_triton(obj: Any) -> bool:
+    module = getattr(obj, "__module__", None) or type(obj).__module__
+    return isinstance(module, str) and module.split(".")[0] == "triton"
+
+
+def translate(obj: Any) -> Any:
+    """The DSL's view of an object a Triton kernel names (see the module docstring)."""
+    if isinstance(obj, types.ModuleType) or not _is_triton(obj):
+        return obj
+    cls = type(obj).__name__
+    if cls == "constexpr":  # a module-level tl.constexpr(value)
+        return translate(obj.value)
+    if isinstance(obj, type):
+        if obj.__name__ == "constexpr":
+            return lang.constexpr
+        return Unsupported(f"triton.language.{obj.__name__}")
+    if cls == "dtype" and hasattr(obj, "name"):
+        if obj.name in _DTYPES:
+            return _DTYPES[obj.name]
+        return Unsupported(f"dtype tl.{obj.name}")
+    if cls in ("JITFunction", "Autotuner", "Heuristics"):
+        return from_triton(obj)
+    if callable(obj):
+        name = getattr(obj, "__name__", "")
+        if name == "cdiv":
+            return lang.cdiv  # folds on constexprs, and works on tensors
+        if name == "next_power_of_2":
+            return next_power_of_2
+        name = _RENAMED.get(name, name)
+        target = getattr(lang, name, None)
+        if target is not None and getattr(target, "__dsl_builtin__", False):
+            return target
+        return Unsupported(f"{getattr(obj, '__module__', 'triton')}.{obj.__name__}")
+    return obj
+
+
+# ----------------------------------------------------------------------------- kernels
+
+
+def _unwrap(kernel: Any) -> tuple[Callable[..., Any], list[Any], list[dict[str, Any]]]:
+    """(Python function, autotune configs, heuristics outermost first) of a Triton
+    kernel object, or of a plain function."""
+    configs: list[Any] = []
+    heuristics: list[dict[str, Any]] = []
+    seen = 0
+    while not isinstance(kernel, types.FunctionType):
+        seen += 1
+        if seen > 16 or not hasattr(kernel, "fn"):
+            raise DSLLaunchError(f"from_triton() needs a @triton.jit kernel or a Python "
+                                 f"function, got {type(kernel).__name__}")
+        if hasattr(kernel, "configs"):
+            configs = list(kernel.configs)
+        elif isinstance(getattr(kernel, "values", None), dict):
+            heuristics.append(dict(kernel.values))
+        kernel = kernel.fn
+    return kernel, configs, heuristics
+
+
+class TritonKernel(JITFunction):
+    """A Triton kernel adapted to this project (see ``from_triton``)."""
+
+    def __init__(self, fn: Callable[..., Any], configs: list[Any] | None = None,
+                 heuristics: list[dict[str, Any]] | None = None, config: Any = 0) -> None:
+        super().__init__(fn, KernelSource.parse(fn, translate))
+        self.configs = list(configs or [])
+        self.heuristics = list(heuristics or [])
+        self.config = self._pick(config)
+
+    def __repr__(self) -> str:
+        return f"<dsl kernel {self.name} from triton>"
+
+    def _pick(self, config: Any) -> Any:
+        if not self.configs:
+            return None
+        if isinstance(config, int):
+            if not 0 <= config < len(self.configs):
+                raise DSLLaunchError(f"{self.name}: config {config} out of range (the kernel "
+                                     f"has {len(self.configs)} autotune configs)")
+            return self.configs[config]
+        return config
+
+    def with_config(self, config: Any) -> TritonKernel:
+        """The same kernel running ``config`` (an index into the autotune configs or
+        a ``triton.Config``)."""
+        return TritonKernel(self.fn, self.configs, self.heuristics, config)
+
+    def signature_bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Triton's launch: compiler options dropped, the config's and heuristics'
+        constexprs filled in (a caller's own value for a tuned argument is an error,
+        as in Triton)."""
+        names = {p.name for p in self.source.params}
+        # Triton hands keywords that are not parameters (num_warps, ...) to its
+        # compiler, which ignores the ones it does not know: here all are compiler's
+        kwargs = {k: v for k, v in kwargs.items() if k in names}
+        if self.config is not None:
+            tuned = dict(getattr(self.config, "kwargs", self.config))
+            clash = sorted(set(tuned) & set(kwargs))
+            if clash:
+                raise DSLLaunchError(f"{self.name}: conflicting meta-parameters {clash}: they "
+                                     "are chosen by the autotune config")
+            kwargs = {**kwargs, **{k: v for k, v in tuned.items() if k in names}}
+        arguments = super().signature_bind(args, kwargs)
+        for values in self.heuristics:  # the outermost decorator runs first, as in Triton
+            for name, rule in values.items():
+                arguments[name] = rule(dict(arguments))
+        return arguments
+
+    def rank_configs(self, *args: Any, target: str = "Ascend910B4", **kwargs: Any
+                     ) -> list[tuple[Any, int | None, str]]:
+        """Every autotune config lowered for ``target``: (config, UB bytes or None,
+        note), the configs that fit first, fullest Unified Buffer first (the largest
+        tiles that fit), then those that do not, with the reason."""
+        ranked: list[tuple[Any, int | None, str]] = []
+        for i in range(len(self.configs)):
+            kernel = self.with_config(i)
+            try:
+                lowered = kernel.lower(*args, target=target, **kwargs)
+            except DSLError as exc:  # UBOverflowError among them
+                ranked.append((self.configs[i], None, str(exc).splitlines()[0]))
+                continue
+            ranked.append((self.configs[i], lowered.ub_measured_bytes,
+                           f"{lowered.ub_measured_bytes} of {lowered.ub_capacity_bytes} B"))
+        return sorted(ranked, key=lambda r: (r[1] is None, -(r[1] or 0)))
+
+
+def from_triton(kernel: Any, config: Any = 0) -> TritonKernel:
+    """A DSL kernel from a ``@triton.jit`` kernel (or its plain Python function),
+    understanding ``@triton.autotune`` (the interpreter runs the ``config``-th config,
+    or the ``triton.Config`` given) and ``@triton.heuristics``. The result runs with
+    ``kernel[grid](...)`` on NumPy arrays and CPU torch tensors, ``launch(...,
+    backend="cpu")`` and ``lower(...)`` like any DSL kernel."""
+    cached = getattr(kernel, "_dsl_kernel", None)
+    if isinstance(cached, TritonKernel) and config == 0:
+        return cached
+    fn, configs, heuristics = _unwrap(kernel)
+    result = TritonKernel(fn, configs, heuristics, config)
+    if config == 0 and not isinstance(kernel, types.FunctionType):
+        with contextlib.suppress(AttributeError):  # a slotted wrapper: no cache
+            kernel._dsl_kernel = result
+    return result
+
+
+# ----------------------------------------------------------------------------- the switch
+
+_ENV = "DSL_TRITON_INTERPRET"
+
+
+def enabled() -> bool:
+    """True when ``DSL_TRITON_INTERPRET`` asks for Triton kernels to run here."""
+    return os.environ.get(_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _on_cpu(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """True unless a torch tensor argument lives on a device (then Triton runs it)."""
+    for value in (*args, *kwargs.values()):
+        device = getattr(value, "device", None)
+        if device is not None and getattr(device, "type", "cpu") != "cpu":
+            return False
+    return True
+
+
+def _patched_run(original: Callable[..., Any]) -> Callable[..., Any]:
+    def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
+        if not _on_cpu(args, kwargs):
+            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        if warmup:
+            return None
+        from_triton(self)[grid if grid is not None else (1,)](*args, **kwargs)
+        return None
+    run.__dsl_patched__ = True  # type: ignore[attr-defined]
+    return run
+
+
+def install() -> None:
+    """Route every Triton launch on CPU tensors through this project's interpreter
+    (``@triton.jit``, ``@triton.autotune`` and ``@triton.heuristics`` kernels alike).
+    Idempotent."""
+    from triton.runtime import autotuner
+    from triton.runtime import jit as triton_jit
+    for cls in (triton_jit.JITFunction, autotuner.Autotuner, autotuner.Heuristics):
+        run = cls.run
+        if not getattr(run, "__dsl_patched__", False):
+            cls.run = _patched_run(run)
+    init = autotuner.Autotuner.__init__
+    if not getattr(init, "__dsl_patched__", False):
+        autotuner.Autotuner.__init__ = _autotuner_init(init)
+
+
+def _autotuner_init(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``@triton.autotune`` asks the active device driver for a benchmarker when it is
+    applied; with no device there is none, and the configs are never benchmarked
+    here (one stated config runs), so a stand-in that refuses to time is given."""
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("do_bench") is None:
+            from triton.runtime import driver
+            try:
+                driver.active.get_benchmarker()
+            except RuntimeError:  # no active driver: no device on this machine
+                kwargs["do_bench"] = _no_benchmark
+        original(self, *args, **kwargs)
+    init.__dsl_patched__ = True  # type: ignore[attr-defined]
+    return init
+
+
+def _no_benchmark(*_: Any, **__: Any) -> Any:
+    raise DSLLaunchError("autotune benchmarking needs a device; off the device one stated "
+                         "config runs (dsl.from_triton(kernel, config=))")
+
+
+class _InstallAfterImport(importlib.abc.MetaPathFinder):
+    """Calls ``install`` once ``triton.runtime.autotuner`` has been imported."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != "triton.runtime.autotuner":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        exec_module = loader.exec_module
+
+        def exec_then_install(module: types.ModuleType) -> None:
+            exec_module(module)
+            sys.modules[name] = module
+            install()
+        loader.exec_module = exec_then_install  # type: ignore[method-assign]
+        return spec
+
+
+def install_on_import() -> None:
+    """The start-up hook (``ascend_dsl_triton.pth``): when ``DSL_TRITON_INTERPRET`` is
+    set, install as soon as the script imports Triton (or now, if it has)."""
+    if not enabled():
+        return
+    if "triton.runtime.autotuner" in sys.modules:
+        install()
+    elif not any(isinstance(f, _InstallAfterImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _InstallAfterImport())
+
+
+__all__ = ["TritonKernel", "enabled", "from_triton", "install", "install_on_import",
+           "next_power_of_2", "translate"]
