@@ -1,0 +1,75 @@
+"""Start-up hook of the children of benchmarks/triton_ascend_suite.py and
+benchmarks/vs_triton_interpreter.py (this folder is first on their PYTHONPATH).
+
+With ``DSL_SUITE_RUNNER`` unset it does nothing (``import torch_npu`` still finds the
+shim). Otherwise it installs the torch_npu shim (``torch.npu``, NPU -> CPU) and the CPU
+fallback of Triton's driver, then the runner:
+
+* ``dsl``: sets ``DSL_TRITON_INTERPRET=1`` and calls ``dsl.triton_compat.install()``,
+  so ``@triton.jit`` kernels launched on CPU tensors run in ascend-dsl's interpreter.
+* ``triton``: Triton's own interpreter (the parent sets ``TRITON_INTERPRET=1``), with
+  the NumPy >= 2.4 patch of the repository's tests/triton_interpret_patch.py.
+
+A runner that cannot be installed ends the child at once with exit status
+:data:`SETUP_FAILED` and one ``suite setup failed:`` line on stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from pathlib import Path
+
+SETUP_FAILED = 86
+REPO_ROOT = Path(os.environ.get("DSL_SUITE_REPO", Path(__file__).resolve().parents[2]))
+
+
+def _fail(what: str, error: BaseException) -> None:
+    traceback.print_exception(error)
+    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    sys.stderr.write(f"suite setup failed: {what}: {type(error).__name__}: {first}\n")
+    sys.stderr.flush()
+    sys.stdout.flush()
+    os._exit(SETUP_FAILED)
+
+
+def _install_triton_numpy_patch() -> None:
+    tests = str(REPO_ROOT / "tests")
+    sys.path.insert(0, tests)
+    try:
+        import triton_interpret_patch
+    finally:
+        sys.path.remove(tests)
+    triton_interpret_patch.install()
+
+
+def _install(runner: str) -> None:
+    try:
+        import npu_cpu_driver
+        import torch_npu  # noqa: F401  (installs torch.npu and the NPU -> CPU mapping)
+
+        npu_cpu_driver.install()
+    except Exception as error:  # noqa: BLE001
+        _fail("torch_npu shim", error)
+    if runner == "dsl":
+        os.environ["DSL_TRITON_INTERPRET"] = "1"
+        try:
+            import dsl.triton_compat
+
+            dsl.triton_compat.install()
+        except Exception as error:  # noqa: BLE001
+            _fail("cannot install dsl.triton_compat", error)
+    elif runner == "triton":
+        os.environ["TRITON_INTERPRET"] = "1"
+        try:
+            _install_triton_numpy_patch()
+        except Exception as error:  # noqa: BLE001
+            _fail("cannot patch Triton's interpreter", error)
+    else:
+        sys.stderr.write(f"suite setup failed: DSL_SUITE_RUNNER={runner!r} is neither 'dsl' nor 'triton'\n")
+        os._exit(SETUP_FAILED)
+
+
+if os.environ.get("DSL_SUITE_RUNNER"):
+    _install(os.environ["DSL_SUITE_RUNNER"])

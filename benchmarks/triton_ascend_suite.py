@@ -1,0 +1,377 @@
+"""Run triton-ascend's tutorials and pytest unit tests on the CPU, in an interpreter.
+
+    python benchmarks/triton_ascend_suite.py PATH [--runner dsl|triton]
+        [--only tutorials|unittests] [-k SUBSTRING] [--first N] [--jobs N]
+        [--tutorial-timeout 300] [--test-timeout 120] [--json FILE] [--log-dir DIR]
+        [--show-output LINES]
+
+PATH is a checkout (or exported tree) of triton-ascend. Each file runs in its own child
+process, in a fresh temporary folder, with benchmarks/triton_ascend_shim first on
+PYTHONPATH: its sitecustomize maps torch_npu/``device="npu"`` onto the CPU and installs
+the runner -- ``dsl`` (ascend-dsl's interpreter through dsl.triton_compat) or
+``triton`` (Triton's own ``TRITON_INTERPRET=1``). Tutorials
+(third_party/ascend/tutorials/*.py) run as scripts; unit test files
+(third_party/ascend/unittest/pytest_ut/test_*.py) run with ``python -m pytest -q -p
+no:cacheprovider -p triton_ascend_suite_plugin``. Nothing is written under PATH.
+
+Each file gets one status:
+
+* ``pass``: exit status 0;
+* ``unsupported (<feature>)``: the output names a missing feature -- an exception class
+  starting with ``DSL`` or containing ``Unsupported``, a message saying "unsupported",
+  "not supported", "not implemented" or "missing feature", or a torch_npu shim gap;
+* ``fail (<first line>)``: assertion or mismatch failures (``AssertionError``,
+  ``torch.testing.assert_close``);
+* ``error (<first line>)``: any other exception, a crash, or no tests collected;
+* ``timeout``: still running after the per-file limit.
+
+For pytest files the reason is taken from pytest's short summary (FAILED/ERROR lines)
+and the "N passed, M failed" line is printed next to the status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHIM_DIR = REPO_ROOT / "benchmarks" / "triton_ascend_shim"
+PLUGIN = "triton_ascend_suite_plugin"
+SETUP_FAILED = 86  # sitecustomize's exit status when the runner cannot be installed
+TUTORIALS = Path("third_party/ascend/tutorials")
+UNITTESTS = Path("third_party/ascend/unittest/pytest_ut")
+STATUSES = ("pass", "fail", "unsupported", "error", "timeout")
+
+_EXCEPTION_LINE = re.compile(
+    r"^(?:E\s+)?(?P<cls>[A-Za-z_][\w.]*(?:Error|Exception|Failure|Exit|Interrupt|Feature))(?::\s*(?P<msg>.*))?$"
+)
+_SUMMARY_LINE = re.compile(r"^=*\s*(?:\d+ \w+(?:, )?)+.* in [\d.]+s")
+_SUMMARY_COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)")
+_SHORT_SUMMARY = re.compile(r"^(?P<kind>FAILED|ERROR) (?P<node>\S+)(?: - (?P<reason>.*))?$")
+_UNSUPPORTED_CLASS = re.compile(r"(?:^|\.)(?:DSL\w*|\w*Unsupported\w*)$")
+_UNSUPPORTED_TEXT = re.compile(r"unsupported|not supported|not implemented|missing feature|torch_npu shim:"
+                               r"|No module named 'torch_npu", re.IGNORECASE)
+_FAIL_TEXT = re.compile(r"Mismatched elements|Tensor-likes are not (?:close|equal)|Arrays are not")
+
+
+@dataclass
+class FileResult:
+    """The outcome of one tutorial or test file."""
+
+    section: str  # "tutorials" or "unittests"
+    name: str
+    status: str
+    reason: str = ""
+    seconds: float = 0.0
+    returncode: int | None = None
+    tests: dict[str, int] = field(default_factory=dict)  # pytest's summary counts
+
+    def line(self, width: int) -> str:
+        status = self.status if not self.reason else f"{self.status} ({self.reason})"
+        tests = f"  [{format_counts(self.tests)}]" if self.tests else ""
+        return f"{self.name:<{width}}  {status}{tests}  {self.seconds:.1f}s"
+
+
+def format_counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {what}" for what, n in counts.items())
+
+
+# --- classification -----------------------------------------------------------------
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = next((s.strip() for s in text.strip().splitlines() if s.strip()), "")
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def kind_of(reason: str) -> str:
+    """``unsupported``, ``fail`` or ``error`` for one exception line ``Class: message``."""
+    match = _EXCEPTION_LINE.match(reason.strip())
+    cls = match.group("cls") if match else ""
+    if _UNSUPPORTED_CLASS.search(cls) or _UNSUPPORTED_TEXT.search(reason):
+        return "unsupported"
+    if cls.endswith("AssertionError") or reason.startswith("assert ") or _FAIL_TEXT.search(reason):
+        return "fail"
+    return "error"
+
+
+def _markers(lines: list[str]) -> list[str]:
+    """Exception lines anywhere in the output that name a missing feature."""
+    found = []
+    for line in lines:
+        match = _EXCEPTION_LINE.match(line.strip())
+        if match and kind_of(line.strip().removeprefix("E").strip()) == "unsupported":
+            found.append(line.strip().removeprefix("E").strip())
+        elif line.startswith("torch_npu shim:") or "AttributeError: torch_npu shim:" in line:
+            found.append(line.strip())
+    return found
+
+
+def last_exception(lines: list[str]) -> str:
+    """The exception line that ends the last traceback (or the last line of output)."""
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
+    if starts:
+        for line in lines[starts[-1] + 1 :]:
+            if line and not line[0].isspace():
+                return line.strip()
+    for line in reversed(lines):
+        if _EXCEPTION_LINE.match(line.strip()):
+            return line.strip()
+    return next((line.strip() for line in reversed(lines) if line.strip()), "")
+
+
+def _last_e_line(lines: list[str]) -> str | None:
+    for line in reversed(lines):
+        if line.startswith("E ") and _EXCEPTION_LINE.match(line.strip()):
+            return line[1:].strip()
+    return None
+
+
+def pytest_counts(lines: list[str]) -> dict[str, int]:
+    for line in reversed(lines):
+        if _SUMMARY_LINE.match(line.strip()) or line.strip().startswith("no tests ran"):
+            counts = {what: int(n) for n, what in _SUMMARY_COUNT.findall(line)}
+            if "error" in counts:
+                counts["errors"] = counts.pop("error")
+            return counts
+    return {}
+
+
+def _pick(reasons: Iterable[str]) -> tuple[str, str]:
+    """The file's status and reason from its failures: unsupported > fail > error."""
+    by_kind: dict[str, Counter[str]] = {"unsupported": Counter(), "fail": Counter(), "error": Counter()}
+    for reason in reasons:
+        by_kind[kind_of(reason)][_first_line(reason)] += 1
+    for kind in ("unsupported", "fail", "error"):
+        if by_kind[kind]:
+            return kind, by_kind[kind].most_common(1)[0][0]
+    return "error", ""
+
+
+def classify(section: str, returncode: int, output: str) -> tuple[str, str, dict[str, int]]:
+    """(status, reason, pytest counts) of one finished child."""
+    lines = output.splitlines()
+    setup = [line for line in lines if line.startswith("suite setup failed:")]
+    if returncode == SETUP_FAILED or setup:
+        return "error", _first_line(setup[-1] if setup else "suite setup failed"), {}
+    counts = pytest_counts(lines) if section == "unittests" else {}
+    if returncode == 0:
+        return "pass", "", counts
+    if returncode < 0:
+        return "error", f"killed by signal {-returncode}", counts
+    if section == "unittests" and returncode == 5:
+        return "error", "no tests collected", counts
+    reasons = []
+    if section == "unittests":
+        for line in lines:
+            match = _SHORT_SUMMARY.match(line.strip())
+            if match:  # a collection error has no reason there: take pytest's last "E   Class: ..." line
+                reasons.append(match.group("reason") or _last_e_line(lines) or match.group("node"))
+    markers = _markers(lines)
+    if markers:
+        return "unsupported", _first_line(Counter(markers).most_common(1)[0][0]), counts
+    if not reasons:
+        reasons = [last_exception(lines)]
+    status, reason = _pick(reasons)
+    return status, reason, counts
+
+
+# --- running ------------------------------------------------------------------------
+
+
+def child_env(runner: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SHIM_DIR), env.get("PYTHONPATH", "")) if p)
+    env["DSL_SUITE_RUNNER"] = runner
+    env["DSL_SUITE_REPO"] = str(REPO_ROOT)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"
+    env["COLUMNS"] = "300"  # pytest's short summary keeps whole reasons
+    if runner == "triton":
+        env["TRITON_INTERPRET"] = "1"
+    else:
+        env.pop("TRITON_INTERPRET", None)
+    return env
+
+
+def run_child(cmd: list[str], env: dict[str, str], timeout: float) -> tuple[int | None, str, float]:
+    """Run ``cmd`` in a fresh temporary folder: (exit status or None on timeout, output, seconds)."""
+    with tempfile.TemporaryDirectory(prefix="triton-ascend-suite-") as cwd:
+        env = {**env, "TRITON_CACHE_DIR": os.path.join(cwd, ".triton-cache")}
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+            code: int | None = proc.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the child's own session: it and what it started
+            out, _ = proc.communicate()
+            code = None
+        return code, out.decode(errors="replace"), time.perf_counter() - start
+
+
+def command(section: str, path: Path) -> list[str]:
+    if section == "tutorials":
+        return [sys.executable, str(path)]
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", PLUGIN,
+            "-rfE", "--tb=short", "--color=no", str(path)]
+
+
+def run_file(
+    section: str, path: Path, runner: str, timeout: float, log_dir: Path | None
+) -> tuple[FileResult, str]:
+    code, output, seconds = run_child(command(section, path), child_env(runner), timeout)
+    if log_dir is not None:
+        (log_dir / section).mkdir(parents=True, exist_ok=True)
+        (log_dir / section / f"{path.stem}.log").write_text(output)
+    if code is None:
+        counts = pytest_counts(output.splitlines()) if section == "unittests" else {}
+        result = FileResult(section, path.name, "timeout", f"after {timeout:g}s", seconds, None, counts)
+    else:
+        status, reason, counts = classify(section, code, output)
+        result = FileResult(section, path.name, status, reason, seconds, code, counts)
+    return result, output
+
+
+def discover(
+    root: Path, only: str | None, substring: str | None, first: int | None
+) -> list[tuple[str, Path]]:
+    files: list[tuple[str, Path]] = []
+    if only in (None, "tutorials"):
+        tutorials = sorted((root / TUTORIALS).glob("*.py"))
+        files += [("tutorials", p) for p in _filter(tutorials, substring, first)]
+    if only in (None, "unittests"):
+        tests = [p for p in sorted((root / UNITTESTS).glob("test_*.py")) if _has_tests(p)]
+        files += [("unittests", p) for p in _filter(tests, substring, first)]
+    return files
+
+
+def _filter(paths: list[Path], substring: str | None, first: int | None) -> list[Path]:
+    kept = [p for p in paths if substring is None or substring in p.name]
+    return kept[:first] if first is not None else kept
+
+
+def _has_tests(path: Path) -> bool:
+    """False for helper modules such as test_common.py that pytest would collect nothing from."""
+    text = path.read_text(errors="replace")
+    return re.search(r"^\s*(?:async\s+)?def test|^class Test", text, re.M) is not None
+
+
+def git_commit(root: Path) -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             check=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (not a git checkout)"
+    return out.stdout.strip()
+
+
+def preflight(runner: str) -> str | None:
+    """None if a child can install the runner, else why not."""
+    code, output, _ = run_child([sys.executable, "-c", "pass"], child_env(runner), timeout=300)
+    if code == 0:
+        return None
+    lines = [line for line in output.splitlines() if line.startswith("suite setup failed:")]
+    return lines[-1] if lines else f"exit status {code}: {_first_line(output[-2000:])}"
+
+
+# --- reporting ----------------------------------------------------------------------
+
+
+def print_totals(results: list[FileResult]) -> None:
+    sections = [s for s in ("tutorials", "unittests") if any(r.section == s for r in results)]
+    for section in [*sections, "all"] if len(sections) > 1 else sections:
+        chosen = [r for r in results if section == "all" or r.section == section]
+        counts = Counter(r.status for r in chosen)
+        parts = ", ".join(
+            f"{counts[s]} {s} ({100.0 * counts[s] / len(chosen):.0f}%)" for s in STATUSES if counts[s]
+        )
+        print(f"{section}: {len(chosen)} files: {parts}")
+    tests: Counter[str] = Counter()
+    for r in results:
+        tests.update(r.tests)
+    if tests:
+        ran = sum(tests[k] for k in ("passed", "failed", "errors"))
+        share = f" ({100.0 * tests['passed'] / ran:.0f}% of those that ran)" if ran else ""
+        print(f"unit tests: {format_counts(dict(tests.most_common()))}{share}")
+    reasons = Counter(
+        f"{r.status}: {r.reason}" for r in results if r.status not in ("pass", "timeout") and r.reason
+    )
+    if reasons:
+        print("most common reasons:")
+        for reason, n in reasons.most_common(10):
+            print(f"  {n:4d}  {reason}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("path", type=Path, help="triton-ascend checkout (left unmodified)")
+    parser.add_argument("--runner", choices=("dsl", "triton"), default="dsl")
+    parser.add_argument("--only", choices=("tutorials", "unittests"))
+    parser.add_argument("-k", dest="substring", help="only files whose name contains SUBSTRING")
+    parser.add_argument("--first", type=int, help="only the first N files of each section (after -k)")
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--tutorial-timeout", type=float, default=300.0, help="seconds per tutorial")
+    parser.add_argument("--test-timeout", type=float, default=120.0, help="seconds per unit test file")
+    parser.add_argument("--json", type=Path, help="save the results here")
+    parser.add_argument("--log-dir", type=Path, help="save each child's output here")
+    parser.add_argument("--show-output", type=int, default=0, metavar="LINES",
+                        help="print the last LINES lines of output of files that did not pass")
+    args = parser.parse_args(argv)
+
+    root = args.path.resolve()
+    if not (root / TUTORIALS).is_dir() and not (root / UNITTESTS).is_dir():
+        parser.error(f"{root} has neither {TUTORIALS} nor {UNITTESTS}")
+    files = discover(root, args.only, args.substring, args.first)
+    commit = git_commit(root)
+    print(f"triton-ascend: {root} @ {commit}")
+    print(f"runner: {args.runner}; {len(files)} files; jobs {args.jobs}")
+    if not files:
+        return 0
+    problem = preflight(args.runner)
+    if problem is not None:
+        print(f"runner {args.runner} cannot start: {problem}")
+        return 2
+
+    width = max(len(p.name) for _, p in files)
+    results: list[FileResult] = []
+    timeouts = {"tutorials": args.tutorial_timeout, "unittests": args.test_timeout}
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(run_file, section, path, args.runner, timeouts[section], args.log_dir)
+                   for section, path in files]
+        section = None
+        for future in futures:
+            result, output = future.result()
+            if result.section != section:
+                section = result.section
+                print(f"\n== {section} ({root / (TUTORIALS if section == 'tutorials' else UNITTESTS)})")
+            results.append(result)
+            print(result.line(width), flush=True)
+            if args.show_output and result.status != "pass":
+                tail = output.rstrip().splitlines()[-args.show_output :]
+                print("\n".join("    | " + line for line in tail))
+
+    print()
+    print_totals(results)
+    if args.json:
+        payload = {"path": str(root), "commit": commit, "runner": args.runner,
+                   "results": [asdict(r) for r in results]}
+        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
