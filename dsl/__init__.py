@@ -34,10 +34,12 @@ from dsl.frontend import ScalarSpec, TensorSpec, tensor_spec
 from dsl.jit import JITFunction, jit
 from dsl.language import (
     abs,
+    advance,
     arange,
     argmax,
     argmin,
     associative_scan,
+    assume,
     atomic_add,
     atomic_and,
     atomic_cas,
@@ -52,10 +54,12 @@ from dsl.language import (
     cdiv,
     ceil,
     clamp,
+    compile_hint,
     constexpr,
     cos,
     cumprod,
     cumsum,
+    debug_barrier,
     device_assert,
     device_print,
     div_rn,
@@ -75,6 +79,7 @@ from dsl.language import (
     log,
     log1p,
     log2,
+    make_block_ptr,
     max,
     max_constancy,
     max_contiguous,
@@ -113,6 +118,7 @@ from dsl.language import (
     zeros,
 )
 from dsl.options import Options
+from dsl.triton_compat import from_triton
 from dsl.views import TensorView, as_view, broadcast_to
 
 __all__ = [
@@ -131,5 +137,6 @@ __all__ = [
     "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg",
     "atomic_xor", "device_assert", "device_print", "max_constancy", "max_contiguous",
     "multiple_of", "static_print", "DeviceAssertionError", "reduce", "associative_scan",
-    "DataRaceError",
+    "DataRaceError", "advance", "assume", "compile_hint", "debug_barrier", "make_block_ptr",
+    "from_triton",
 ]

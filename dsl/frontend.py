@@ -243,6 +243,33 @@ class _Return(Exception):
         self.value = value
 
 
+def _carriable(x: Any) -> bool:
+    """Whether a name holding ``x`` before a loop is carried through it: IR values,
+    Python scalars and pointers (a tensor argument reassigned in a loop becomes one)."""
+    return _is_value(x) or sem.is_pyscalar(x) or isinstance(x, (Pointer, BlockPointer,
+                                                                  ViewArg))
+
+
+def _flatten(b: Builder, x: Any, like: list[Value] | None = None
+             ) -> tuple[list[Value], Callable[[list[Value]], Any]]:
+    """The IR values a carried object consists of (typed like ``like``'s, for Python
+    scalars) and the function that rebuilds the object from new values."""
+    if isinstance(x, ViewArg):
+        x = ptrs.as_pointer(b, x)
+    if isinstance(x, Pointer):
+        view = x.view
+        return [x.offset], lambda vs: Pointer(view, vs[0])
+    if isinstance(x, BlockPointer):
+        bp = x
+        values = [bp.origin.offset] + [sem.as_value(b, o, like[1 + i].dtype if like else None)
+                                       for i, o in enumerate(bp.offsets)]
+        return values, lambda vs: BlockPointer(Pointer(bp.view, vs[0]), bp.shape, bp.strides,
+                                               tuple(vs[1:]), bp.block_shape, bp.order)
+    if not _is_value(x):
+        x = sem.as_value(b, x, like[0].dtype if like else None)
+    return [x], lambda vs: vs[0]
+
+
 def _returns(stmts: list[ast.stmt]) -> bool:
     return bool(stmts) and isinstance(stmts[-1], ast.Return)
 
@@ -418,16 +445,17 @@ class _Visitor:
         if node.orelse:
             raise self.error(node, "while ... else is not supported")
         assigned = _assigned_names(node.body)
-        carried = [n for n in sorted(assigned) if n in self.scope and
-                   (_is_value(self.scope[n]) or sem.is_pyscalar(self.scope[n]))]
-        inits = [sem.as_value(self.b, self.scope[n]) for n in carried]
+        carried = [n for n in sorted(assigned) if n in self.scope and _carriable(self.scope[n])]
+        parts = [_flatten(self.b, self.scope[n]) for n in carried]
+        inits = [v for values, _ in parts for v in values]
         outer = dict(self.scope)
         regions = []
         for part in ("condition", "body"):
-            block = Block([Value(v.type, name=n) for n, v in zip(carried, inits)])
+            block = Block([Value(v.type, name=n) for n, (values, _) in zip(carried, parts)
+                           for v in values])
             self.scope.clear()
             self.scope.update(outer)
-            self.scope.update(zip(carried, block.args))
+            self._bind_carried(carried, parts, block.args)
             self.b.blocks.append(block)
             if part == "condition":
                 cond = self.expr(node.test)
@@ -440,15 +468,7 @@ class _Visitor:
                 yielded = [sem.cast(self.b, cond, dt.int1)]
             else:
                 self.run_body(node.body)
-                yielded = []
-                for n, init in zip(carried, inits):
-                    new = self.scope[n]
-                    new = sem.as_value(self.b, new, init.dtype) if not _is_value(new) else new
-                    if new.type != init.type:
-                        raise self.error(node, f"loop-carried variable '{n}' is {init.type} "
-                                               f"before the loop but {new.type} after an "
-                                               "iteration; give it its final type first")
-                    yielded.append(new)
+                yielded = self._carried_yields(node, carried, parts)
                 self.at(node)
             self.b.emit("yield", yielded, [])
             self.b.blocks.pop()
@@ -456,8 +476,7 @@ class _Visitor:
         op = self.b.emit("while", inits, [v.type for v in inits], regions=regions)
         self.scope.clear()
         self.scope.update(outer)
-        for n, result in zip(carried, op.results):
-            self.scope[n] = result
+        self._bind_carried(carried, parts, op.results)
 
     def stmt_For(self, node: ast.For) -> None:
         if node.orelse:
@@ -523,29 +542,21 @@ class _Visitor:
             iv_dtype = sem.promote(iv_dtype, x.dtype if _is_value(x) else sem.scalar_dtype(x))
         lo, hi, st = (sem.as_value(self.b, x, iv_dtype) for x in bounds)
 
-        # Loop-carried values: names the body assigns that hold an IR value before the loop.
+        # Loop-carried values: names the body assigns that hold an IR value (or a
+        # pointer, flattened into its offsets) before the loop.
         assigned = _assigned_names(node.body)
-        carried = [n for n in sorted(assigned) if n in self.scope and
-                   (_is_value(self.scope[n]) or sem.is_pyscalar(self.scope[n]))]
-        inits = [sem.as_value(self.b, self.scope[n]) for n in carried]
+        carried = [n for n in sorted(assigned) if n in self.scope and _carriable(self.scope[n])]
+        parts = [_flatten(self.b, self.scope[n]) for n in carried]
+        inits = [v for values, _ in parts for v in values]
         iv = Value(Type(iv_dtype), name=node.target.id)
-        body = Block([iv] + [Value(v.type, name=n) for n, v in zip(carried, inits)])
+        body = Block([iv] + [Value(v.type, name=n) for n, (values, _) in zip(carried, parts)
+                             for v in values])
         outer = dict(self.scope)
         self.scope[node.target.id] = iv
-        for n, arg in zip(carried, body.args[1:]):
-            self.scope[n] = arg
+        self._bind_carried(carried, parts, body.args[1:])
         self.b.blocks.append(body)
         self.run_body(node.body)
-        yields = []
-        for n, init in zip(carried, inits):
-            new = self.scope[n]
-            if not _is_value(new):
-                new = sem.as_value(self.b, new, init.dtype)
-            if new.type != init.type:
-                raise self.error(node, f"loop-carried variable '{n}' is {init.type} before the "
-                                       f"loop but {new.type} after an iteration; give it its "
-                                       "final type before the loop")
-            yields.append(new)
+        yields = self._carried_yields(node, carried, parts)
         self.at(node)
         self.b.emit("yield", yields, [])
         self.b.blocks.pop()
@@ -555,9 +566,33 @@ class _Visitor:
         # After the loop: carried names hold the results; loop-local names vanish.
         self.scope.clear()
         self.scope.update(outer)
-        for n, res in zip(carried, op.results):
+        for res in op.results:
             res.name = None
-            self.scope[n] = res
+        self._bind_carried(carried, parts, op.results)
+
+    def _bind_carried(self, names: list[str], parts: list[tuple[list[Value], Any]],
+                      values: list[Value]) -> None:
+        """Bind each carried name to its object rebuilt from ``values`` (in order)."""
+        i = 0
+        for n, (init, rebuild) in zip(names, parts):
+            self.scope[n] = rebuild(list(values[i:i + len(init)]))
+            i += len(init)
+
+    def _carried_yields(self, node: ast.stmt, names: list[str],
+                        parts: list[tuple[list[Value], Any]]) -> list[Value]:
+        """The values an iteration hands to the next one, checked against the types
+        they had before the loop."""
+        yields: list[Value] = []
+        for n, (init, _) in zip(names, parts):
+            new, _ = _flatten(self.b, self.scope[n], init)
+            if len(new) != len(init) or any(a.type != b.type for a, b in zip(new, init)):
+                before = ", ".join(str(v.type) for v in init)
+                after = ", ".join(str(v.type) for v in new)
+                raise self.error(node, f"loop-carried variable '{n}' is {before} before the "
+                                       f"loop but {after} after an iteration; give it its "
+                                       "final type before the loop")
+            yields.extend(new)
+        return yields
 
     # -- expressions
 
@@ -651,6 +686,8 @@ class _Visitor:
         return self.binop(node, node.op, self.expr(node.left), self.expr(node.right))
 
     def binop(self, node: ast.AST, op: ast.operator, lhs: Any, rhs: Any) -> Any:
+        if (ptrs.is_pointer(lhs) or ptrs.is_pointer(rhs)) and type(op) in _BINOPS:
+            return self.pointer_arithmetic(node, _BINOPS[type(op)], lhs, rhs)
         if not _is_value(lhs) and not _is_value(rhs):
             fn = _PY_BINOPS.get(type(op))
             if fn is None:
@@ -662,8 +699,6 @@ class _Visitor:
         name = _BINOPS.get(type(op))
         if name is None:
             raise self.error(node, f"operator {type(op).__name__} is not supported on tensors")
-        if ptrs.is_pointer(lhs) or ptrs.is_pointer(rhs):
-            return self.pointer_arithmetic(node, name, lhs, rhs)
         for side in (lhs, rhs):
             if not _is_value(side) and not sem.is_pyscalar(side):
                 raise self.error(node, f"cannot apply an operator to {type(side).__name__}")
@@ -708,6 +743,8 @@ class _Visitor:
             raise self.error(node, "chained comparisons are not supported; combine with &")
         lhs, rhs = self.expr(node.left), self.expr(node.comparators[0])
         op = node.ops[0]
+        if ptrs.is_pointer(lhs) or ptrs.is_pointer(rhs):
+            return self.pointer_comparison(node, op, lhs, rhs)
         if not _is_value(lhs) and not _is_value(rhs):
             fn = _PY_CMPOPS.get(type(op))
             if fn is None:
@@ -716,11 +753,17 @@ class _Visitor:
         name = _CMPOPS.get(type(op))
         if name is None:
             raise self.error(node, f"comparison {type(op).__name__} is not supported on tensors")
-        if ptrs.is_pointer(lhs) or ptrs.is_pointer(rhs):
-            if not (ptrs.is_pointer(lhs) and ptrs.is_pointer(rhs)):
-                raise self.error(node, "a pointer compares only with another pointer")
-            return ptrs.compare(self.b, name, lhs, rhs)
         return sem.binary(self.b, name, lhs, rhs)
+
+    def pointer_comparison(self, node: ast.AST, op: ast.cmpop, lhs: Any, rhs: Any) -> Any:
+        if isinstance(op, (ast.Is, ast.IsNot)) and (lhs is None or rhs is None):
+            return (lhs is None) == (rhs is None) if isinstance(op, ast.Is) else \
+                (lhs is None) != (rhs is None)  # ``x_ptr is None``: a constexpr test
+        name = _CMPOPS.get(type(op))
+        if name is None or not (ptrs.is_pointer(lhs) and ptrs.is_pointer(rhs)):
+            raise self.error(node, "a pointer compares only with another pointer (==, !=, <, "
+                                   "<=, >, >=)")
+        return ptrs.compare(self.b, name, lhs, rhs)
 
     def expr_Subscript(self, node: ast.Subscript) -> Any:
         base = self.expr(node.value)

@@ -21,8 +21,8 @@ What this module owns, and how a Triton kernel flows through it:
   they fit the on-chip Unified Buffer when lowered).
 - ``install()`` is the ``DSL_TRITON_INTERPRET=1`` switch: it patches Triton's launch
   methods so that every ``kernel[grid](...)`` whose tensors are CPU tensors runs here
-  (``ascend_dsl_triton.pth`` calls ``install_on_import`` at start-up when the variable
-  is set, so scripts need no edit).
+  (``ascend_dsl_triton.pth`` runs ``ascend_dsl_startup``, which calls it when the
+  script imports Triton if ``DSL_TRITON_INTERPRET`` is set, so scripts need no edit).
 
 Nothing here imports Triton at module import time: ``translate`` recognises Triton's
 objects by their module, and Triton is imported only by ``install``.
@@ -31,10 +31,6 @@ objects by their module, and Triton is imported only by ``install``.
 from __future__ import annotations
 
 import contextlib
-import importlib.abc
-import importlib.machinery
-import os
-import sys
 import types
 from collections.abc import Callable
 from typing import Any
@@ -205,14 +201,6 @@ def from_triton(kernel: Any, config: Any = 0) -> TritonKernel:
 
 # ----------------------------------------------------------------------------- the switch
 
-_ENV = "DSL_TRITON_INTERPRET"
-
-
-def enabled() -> bool:
-    """True when ``DSL_TRITON_INTERPRET`` asks for Triton kernels to run here."""
-    return os.environ.get(_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
-
-
 def _on_cpu(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """True unless a torch tensor argument lives on a device (then Triton runs it)."""
     for value in (*args, *kwargs.values()):
@@ -270,37 +258,4 @@ def _no_benchmark(*_: Any, **__: Any) -> Any:
                          "config runs (dsl.from_triton(kernel, config=))")
 
 
-class _InstallAfterImport(importlib.abc.MetaPathFinder):
-    """Calls ``install`` once ``triton.runtime.autotuner`` has been imported."""
-
-    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-        if name != "triton.runtime.autotuner":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None:
-            return spec
-        loader = spec.loader
-        exec_module = loader.exec_module
-
-        def exec_then_install(module: types.ModuleType) -> None:
-            exec_module(module)
-            sys.modules[name] = module
-            install()
-        loader.exec_module = exec_then_install  # type: ignore[method-assign]
-        return spec
-
-
-def install_on_import() -> None:
-    """The start-up hook (``ascend_dsl_triton.pth``): when ``DSL_TRITON_INTERPRET`` is
-    set, install as soon as the script imports Triton (or now, if it has)."""
-    if not enabled():
-        return
-    if "triton.runtime.autotuner" in sys.modules:
-        install()
-    elif not any(isinstance(f, _InstallAfterImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _InstallAfterImport())
-
-
-__all__ = ["TritonKernel", "enabled", "from_triton", "install", "install_on_import",
-           "next_power_of_2", "translate"]
+__all__ = ["TritonKernel", "from_triton", "install", "next_power_of_2", "translate"]

@@ -1,0 +1,250 @@
+"""Triton's pointers in the DSL (issue 10, parts 1 and 2): ``x_ptr + offsets``, loads,
+stores and atomics through pointers, block pointers; every backend (interpreter
+against NumPy, compiled-CPU bit for bit, HIVM within UB) and the bounds checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_compiled_cpu import differential
+
+import dsl
+
+
+@dsl.jit
+def ptr_add(x_ptr, y_ptr, out_ptr, n, BLOCK: dsl.constexpr):
+    offs = dsl.program_id(0) * BLOCK + dsl.arange(0, BLOCK)
+    mask = offs < n
+    x = dsl.load(x_ptr + offs, mask=mask)
+    y = dsl.load(y_ptr + offs, mask, 0.0)  # Triton's positional order: mask, other
+    dsl.store(out_ptr + offs, x + y, mask=mask)
+
+
+@dsl.jit
+def ptr_scale_rows(x_ptr, out_ptr, rows, cols, sx0, sx1, so0, BLOCK_R: dsl.constexpr,
+                   BLOCK_C: dsl.constexpr):
+    r = dsl.program_id(0) * BLOCK_R + dsl.arange(0, BLOCK_R)
+    c = dsl.arange(0, BLOCK_C)
+    mask = (r[:, None] < rows) & (c[None, :] < cols)
+    ptrs = x_ptr + r[:, None] * sx0 + c[None, :] * sx1  # strides applied by the kernel
+    x = dsl.load(ptrs, mask=mask, other=0.0)
+    scale = dsl.load(x_ptr + r * sx0, mask=r < rows, other=1.0)  # column 0 of each row
+    dsl.store(out_ptr + r[:, None] * so0 + c[None, :], x / scale[:, None], mask=mask)
+
+
+def test_pointer_add_matches_numpy_and_writes_nothing_past_n():
+    x, y = np.random.rand(1000).astype(np.float32), np.random.rand(1000).astype(np.float32)
+    out = np.full(1000, -1.0, np.float32)
+    ptr_add[(8,)](x, y, out, 1000, BLOCK=128)
+    np.testing.assert_array_equal(out, x + y)
+    ir = str(ptr_add.ir(x, y, out, 1000, BLOCK=128))
+    assert "pointer=True" in ir
+
+
+def test_pointer_strides_applied_by_the_kernel_on_strided_views():
+    base = np.random.rand(40, 24).astype(np.float32) + 0.5
+    for x in (base, base.T, base[::-1], base[:, ::2]):  # contiguous, transposed, negative, gapped
+        rows, cols = x.shape
+        out = np.zeros((rows, cols), np.float32)
+        st = [s // x.itemsize for s in x.strides]
+        ptr_scale_rows[(-(-rows // 8),)](
+            x, out, rows, cols, st[0], st[1], cols, BLOCK_R=8, BLOCK_C=64)
+        np.testing.assert_allclose(out, x / x[:, :1], rtol=1e-6)
+
+
+def test_pointer_out_of_bounds_names_argument_program_lane_and_line_and_writes_nothing():
+    x, y = np.ones(1000, np.float32), np.ones(1000, np.float32)
+    out = np.full(1000, 7.0, np.float32)
+    with pytest.raises(dsl.OutOfBoundsError) as info:
+        ptr_add[(9,)](x, y, out, 1100, BLOCK=128)  # n larger than the tensors
+    message = str(info.value)
+    assert "x_ptr" in message and "pointer offset 1000" in message
+    assert "program id (7, 0, 0)" in message and "lane 104" in message
+    assert "dsl.load(x_ptr + offs, mask=mask)" in message
+    assert (out == 7.0).all()
+
+
+def test_negative_pointer_offset_is_out_of_bounds():
+    @dsl.jit
+    def before_start(x_ptr, out_ptr):
+        offs = dsl.arange(0, 4) - 1
+        dsl.store(out_ptr + dsl.arange(0, 4), dsl.load(x_ptr + offs))
+
+    with pytest.raises(dsl.OutOfBoundsError, match="pointer offset -1 is outside tensor 'x_ptr'"):
+        before_start(np.ones(4, np.float32), np.zeros(4, np.float32))
+
+
+@dsl.jit
+def pointer_tricks(x_ptr, out_ptr, n, BLOCK: dsl.constexpr):
+    offs = dsl.arange(0, BLOCK)
+    first = x_ptr + offs
+    last = x_ptr + (n - 1) - offs  # reversed through pointer arithmetic
+    pick = dsl.where(offs % 2 == 0, first, last)
+    distance = last - first  # pointer difference: an integer
+    ahead = first < last  # pointer comparison
+    v = dsl.load(pick, mask=offs < n) + distance.to(dsl.float32) * 0.0
+    dsl.store(out_ptr + offs, dsl.where(ahead, v, -v), mask=offs < n)
+
+
+def test_pointer_where_difference_and_comparison():
+    x = np.arange(16, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    pointer_tricks(x, out, 16, BLOCK=16)
+    i = np.arange(16)
+    pick = np.where(i % 2 == 0, x[i], x[15 - i])
+    np.testing.assert_array_equal(out, np.where(i < 15 - i, pick, -pick))
+
+
+@dsl.jit
+def ptr_histogram(x_ptr, hist_ptr, n, BINS: dsl.constexpr, BLOCK: dsl.constexpr):
+    offs = dsl.program_id(0) * BLOCK + dsl.arange(0, BLOCK)
+    mask = offs < n
+    v = dsl.load(x_ptr + offs, mask=mask, other=0)
+    dsl.atomic_add(hist_ptr + v % BINS, 1, mask=mask)
+
+
+def test_atomics_through_pointers():
+    x = np.random.randint(0, 1000, 5000).astype(np.int32)
+    hist = np.zeros(16, np.int32)
+    ptr_histogram[(-(-5000 // 256),)](x, hist, 5000, BINS=16, BLOCK=256)
+    np.testing.assert_array_equal(hist, np.bincount(x % 16, minlength=16))
+
+
+@dsl.jit
+def mixed_forms(x, y_ptr, out, n, BLOCK: dsl.constexpr):
+    idx = dsl.program_id(0) * BLOCK + dsl.arange(0, BLOCK)
+    m = idx < n
+    a = dsl.load(x, idx, m)  # logical index
+    b = dsl.load(y_ptr + idx, mask=m)  # pointer
+    c = dsl.load(out + idx, mask=m)  # both forms on one (contiguous) tensor
+    dsl.store(out, idx, a + b + c, m)
+
+
+def test_logical_and_pointer_forms_mix():
+    x, y = np.random.rand(300).astype(np.float32), np.random.rand(300).astype(np.float32)
+    out = np.ones(300, np.float32)
+    mixed_forms[(3,)](x, y, out, 300, BLOCK=128)
+    np.testing.assert_allclose(out, x + y + 1, rtol=1e-6)
+
+
+def test_both_forms_on_a_strided_tensor_are_refused():
+    x, y = np.random.rand(300).astype(np.float32), np.random.rand(300).astype(np.float32)
+    out = np.ones(600, np.float32)[::2]
+    with pytest.raises(dsl.DSLCompileError, match="both through pointers and by logical index"):
+        mixed_forms[(3,)](x, y, out, 300, BLOCK=128)
+
+
+@pytest.mark.parametrize("source, message", [
+    ("v = dsl.load(x_ptr * 2)", "not defined on pointers"),
+    ("v = dsl.load(x_ptr + 0.5)", "integer offset"),
+    ("v = dsl.load(x_ptr + dsl.arange(0, 4)) + (x_ptr < out_ptr)", "different arguments"),
+    ("v = dsl.load(x_ptr + dsl.arange(0, 4), boundary_check=(0,))", "needs a block pointer"),
+])
+def test_pointer_misuse_is_a_compile_error_at_the_line(tmp_path, source, message):
+    path = tmp_path / "bad_pointer.py"
+    path.write_text("import dsl\n\n@dsl.jit\ndef bad(x_ptr, out_ptr):\n    " + source +
+                    "\n    dsl.store(out_ptr + dsl.arange(0, 4), v)\n")
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    with pytest.raises(dsl.DSLCompileError, match=message) as info:
+        namespace["bad"](np.zeros(4, np.float32), np.zeros(4, np.float32))
+    assert f"{path}:5" in str(info.value)
+
+
+# ----------------------------------------------------------------------------- block pointers
+
+
+@dsl.jit
+def block_copy(x_ptr, out_ptr, M, N, sxm, sxn, som, son, BM: dsl.constexpr, BN: dsl.constexpr,
+               PAD: dsl.constexpr):
+    pm, pn = dsl.program_id(0), dsl.program_id(1)
+    src = dsl.make_block_ptr(x_ptr, shape=(M, N), strides=(sxm, sxn), offsets=(pm * BM, pn * BN),
+                             block_shape=(BM, BN), order=(1, 0))
+    dst = dsl.make_block_ptr(out_ptr, (M + 2, N), (som, son), (pm * BM, pn * BN), (BM, BN), (1, 0))
+    tile = dsl.load(src, boundary_check=(0, 1), padding_option=PAD)
+    dsl.store(dst, tile, boundary_check=(0, 1))
+
+
+@pytest.mark.parametrize("pad", ["zero", "nan"])
+def test_block_pointer_load_pads_outside_and_store_clips(pad):
+    x = np.random.rand(37, 50).astype(np.float32)
+    out = np.full((39, 50), 5.0, np.float32)  # two rows more than x: padded rows land there
+    block_copy[(3, 4)](x, out, 37, 50, 50, 1, 50, 1, BM=16, BN=16, PAD=pad)
+    np.testing.assert_array_equal(out[:37], x)
+    fill = 0.0 if pad == "zero" else np.nan
+    np.testing.assert_array_equal(out[37:], np.full((2, 50), fill, np.float32))
+
+
+@dsl.jit
+def block_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: dsl.constexpr, BN: dsl.constexpr,
+                 BK: dsl.constexpr):
+    pm, pn = dsl.program_id(0), dsl.program_id(1)
+    a_blk = dsl.make_block_ptr(a_ptr, (M, K), (K, 1), (pm * BM, 0), (BM, BK), (1, 0))
+    b_blk = dsl.make_block_ptr(b_ptr, (K, N), (N, 1), (0, pn * BN), (BK, BN), (1, 0))
+    acc = dsl.zeros((BM, BN), dsl.float32)
+    for _ in range(0, dsl.cdiv(K, BK)):
+        a = dsl.load(a_blk, boundary_check=(0, 1))
+        b = dsl.load(b_blk, boundary_check=(0, 1))
+        acc = dsl.dot(a, b, acc)
+        a_blk = dsl.advance(a_blk, (0, BK))
+        b_blk = dsl.advance(b_blk, (BK, 0))
+    c_blk = dsl.make_block_ptr(c_ptr, (M, N), (N, 1), (pm * BM, pn * BN), (BM, BN), (1, 0))
+    dsl.store(c_blk, acc, boundary_check=(0, 1))
+
+
+def test_block_pointer_matmul_with_advance():
+    a = np.random.rand(40, 70).astype(np.float32)
+    b = np.random.rand(70, 24).astype(np.float32)
+    c = np.zeros((40, 24), np.float32)
+    block_matmul[(3, 2)](a, b, c, 40, 24, 70, BM=16, BN=16, BK=16)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5)
+
+
+def test_block_pointer_without_boundary_check_is_bounds_checked():
+    x = np.random.rand(20, 20).astype(np.float32)
+    out = np.zeros((20, 20), np.float32)
+
+    @dsl.jit
+    def unchecked(x_ptr, out_ptr, M, N):
+        src = dsl.make_block_ptr(x_ptr, (M, N), (N, 1), (16, 0), (16, 16), (1, 0))
+        dst = dsl.make_block_ptr(out_ptr, (M, N), (N, 1), (0, 0), (16, 16), (1, 0))
+        dsl.store(dst, dsl.load(src))
+
+    with pytest.raises(dsl.OutOfBoundsError, match="x_ptr"):
+        unchecked(x, out, 20, 20)
+    assert not out.any()
+
+
+# ----------------------------------------------------------------------------- other backends
+
+
+def test_pointer_kernels_compiled_cpu_bit_exact(cpu_toolchain):
+    x, y = np.random.rand(1000).astype(np.float32), np.random.rand(1000).astype(np.float32)
+    differential(ptr_add, (x, y, np.zeros(1000, np.float32), 1000), {"BLOCK": 128}, grid=(8,))
+    base = np.random.rand(40, 24).astype(np.float32) + 0.5
+    xt = base.T
+    differential(ptr_scale_rows, (xt, np.zeros((24, 40), np.float32), 24, 40, 1, 24, 40),
+                 {"BLOCK_R": 8, "BLOCK_C": 64}, grid=(3,))
+    differential(block_copy, (np.random.rand(37, 50).astype(np.float32),
+                              np.zeros((39, 50), np.float32), 37, 50, 50, 1, 50, 1),
+                 {"BM": 16, "BN": 16, "PAD": "zero"}, grid=(3, 4))
+    # (atomics: triton-ascend 3.2.0's CPU route refuses them, tests/test_language.py)
+
+
+@pytest.mark.parametrize("kernel, args, kwargs", [
+    (ptr_add, ("float32", "float32", "float32", 1 << 20), {"BLOCK": 1024}),
+    (ptr_scale_rows, ("float32", "float32", 512, 512, 512, 1, 512), {"BLOCK_R": 8,
+                                                                     "BLOCK_C": 512}),
+    (block_copy, ("float16", "float16", 512, 512, 512, 1, 512, 1), {"BM": 64, "BN": 64,
+                                                                    "PAD": "zero"}),
+    (block_matmul, ("float16", "float16", "float32", 512, 512, 512), {"BM": 64, "BN": 64,
+                                                                      "BK": 32}),
+], ids=["add", "strided-rows", "block-copy", "block-matmul"])
+def test_pointer_kernels_lower_to_hivm_within_ub(toolchain, kernel, args, kwargs):
+    specs = [dsl.tensor_spec(a) if isinstance(a, str) else a for a in args]
+    lowered = kernel.lower(*specs, target="Ascend910B4", **kwargs)
+    assert lowered.hivm
+    assert lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
+    if "tl.dot(" not in lowered.triton:  # (a dot's tiles live in the Cube unit's L1/L0)
+        assert lowered.ub_measured_bytes > 0
+    assert "_ptr +" in lowered.triton  # plain pointer arithmetic in the generated Triton
