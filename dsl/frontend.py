@@ -278,6 +278,10 @@ def _is_value(x: Any) -> bool:
     return isinstance(x, Value)
 
 
+# Triton's loop tuning keywords (tl.range(..., num_stages=2)): accepted, no effect here.
+_LOOP_HINTS = frozenset({"num_stages", "loop_unroll_factor", "disallow_acc_multi_buffer",
+                         "flatten", "warp_specialize", "disable_licm", "bind_sub_block"})
+
 # Builtins whose ``input`` may be a pointer block: they apply to its offsets.
 _OFFSET_BUILTINS = frozenset({"reshape", "view", "permute", "trans", "expand_dims",
                               "broadcast_to", "multiple_of", "max_contiguous",
@@ -488,8 +492,10 @@ class _Visitor:
                                         "dsl.static_range() or dsl.tile_range()")
         assert isinstance(call, ast.Call)
         args = [self.expr(a) for a in call.args]
-        if call.keywords:
-            raise self.error(call, "loop ranges take positional arguments only")
+        unknown = [k.arg for k in call.keywords if k.arg not in _LOOP_HINTS]
+        if unknown:
+            raise self.error(call, f"loop ranges take positional bounds (and Triton's tuning "
+                                   f"hints {', '.join(sorted(_LOOP_HINTS))}); got {unknown}")
         if fn is lang.static_range:
             self.static_for(node, args)
         elif fn is lang.tile_range:
@@ -678,6 +684,8 @@ class _Visitor:
     def expr_IfExp(self, node: ast.IfExp) -> Any:
         cond = self.expr(node.test)
         if _is_value(cond):
+            if self.src.triton:  # Triton selects: both sides are evaluated (no side effects)
+                return sem.where(self.b, cond, self.expr(node.body), self.expr(node.orelse))
             raise self.error(node.test, "a conditional expression needs a constexpr condition; "
                                         "use dsl.where() for a runtime condition")
         return self.expr(node.body if cond else node.orelse)
@@ -731,6 +739,15 @@ class _Visitor:
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Any:
         values = [self.expr(v) for v in node.values]
+        if any(_is_value(v) for v in values) and self.src.triton:
+            # Triton's frontend reads and/or of tensors as logical_and/logical_or
+            name = "and" if isinstance(node.op, ast.And) else "or"
+            bools = [sem.binary(self.b, "ne", v, 0) if not (_is_value(v) and v.dtype.is_bool)
+                     else v for v in values]
+            result = bools[0]
+            for v in bools[1:]:
+                result = sem.binary(self.b, name, result, v)
+            return result
         if any(_is_value(v) for v in values):
             raise self.error(node, "'and'/'or' need constexpr operands; use & and | on masks")
         result = values[0]
@@ -829,6 +846,11 @@ class _Visitor:
         if fn in _PY_FUNCS:
             if fn is pybuiltins.abs and args and _is_value(args[0]):
                 return self.call_builtin(node, lang.abs, args, kwargs)
+            if self.src.triton and fn in (pybuiltins.min, pybuiltins.max) and len(args) == 2 \
+                    and not kwargs and any(_is_value(a) for a in args):
+                # Triton's frontend reads min/max of tensors as minimum/maximum
+                return self.call_builtin(node, lang.minimum if fn is pybuiltins.min else
+                                         lang.maximum, args, {})
             if any(_is_value(a) for a in args):
                 raise self.error(node, f"{fn.__name__}() is for constexprs; use "
                                        f"dsl.{'maximum' if fn is pybuiltins.max else 'minimum'}"
@@ -906,7 +928,8 @@ class _Visitor:
         except TypeError as exc:
             raise self.error(node, f"{src.name}(): {exc}") from None
         bound.apply_defaults()
-        for name in src.constexpr_params:
+        for name in src.constexpr_params if not src.triton else ():
+            # (Triton passes a tensor given for a helper's constexpr parameter through)
             if _is_value(bound.arguments[name]):
                 raise self.error(node, f"{src.name}(): argument '{name}' must be constexpr")
         visitor = _Visitor(src, self.b, dict(bound.arguments))
@@ -1189,6 +1212,13 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "cast": lambda v, node, x, dtype, bitcast: (sem.bitcast if bitcast else sem.cast)(
         v.b, sem.as_value(v.b, x), _dtype_arg(v, node, dtype)),
     "static_assert": _static_assert,
+    "extract_slice": lambda v, node, ful, offsets, sizes, strides: sem.extract_slice(
+        v.b, ful, offsets, sizes, strides),
+    "insert_slice": lambda v, node, ful, sub, offsets, sizes, strides: sem.insert_slice(
+        v.b, ful, sub, offsets, sizes, strides),
+    "get_element": lambda v, node, src, indice: sem.get_element(v.b, src, indice),
+    "gather": lambda v, node, src, index, axis: sem.gather(v.b, src, index, axis),
+    "sort": lambda v, node, ptr, dim, descending: sem.sort(v.b, ptr, dim, descending),
     "debug_barrier": lambda v, node: None,
     "assume": lambda v, node, cond: None,
     "compile_hint": lambda v, node, ptr, hint_name, hint_val: None,

@@ -304,6 +304,11 @@ class Op:
         return self.require("step")
 
     @property
+    def offsets(self) -> tuple[Value, ...]:
+        """extract_slice's and insert_slice's offsets, one scalar per dimension."""
+        return self._operands[len(self.defn.signature.required):]
+
+    @property
     def inits(self) -> tuple[Value, ...]:
         """A loop's initial carried values."""
         return self._operands[len(self.defn.signature.required):]

@@ -257,6 +257,39 @@ def range(*args: Any) -> Any:  # noqa: A001
 
 
 @builtin
+def extract_slice(ful: Any, offsets: Any, sizes: Any, strides: Any) -> Any:
+    """triton-ascend's extension: the ``sizes`` block of ``ful`` at ``offsets`` (constexpr
+    or runtime scalars), every ``strides``-th element along each dimension."""
+    raise _outside("extract_slice")
+
+
+@builtin
+def insert_slice(ful: Any, sub: Any, offsets: Any, sizes: Any, strides: Any) -> Any:
+    """triton-ascend's extension: ``ful`` with ``sub`` written at ``offsets``."""
+    raise _outside("insert_slice")
+
+
+@builtin
+def get_element(src: Any, indice: Any) -> Any:
+    """triton-ascend's extension: the one element of ``src`` at the ``indice`` tuple."""
+    raise _outside("get_element")
+
+
+@builtin
+def gather(src: Any, index: Any, axis: Any) -> Any:
+    """``src`` read along ``axis`` at ``index``: ``out[i][j] = src[index[i][j]][j]`` for
+    axis 0 (index has src's rank; its other dimensions equal src's)."""
+    raise _outside("gather")
+
+
+@builtin
+def sort(ptr: Any, dim: Any = -1, descending: Any = False) -> Any:
+    """The block sorted along ``dim`` (ascending; NaN last, or first when descending).
+    (Triton names the block ``ptr``.)"""
+    raise _outside("sort")
+
+
+@builtin
 def debug_barrier() -> Any:
     """Triton's barrier between the threads of a program: accepted, no effect (a
     program's ops already run in order here)."""

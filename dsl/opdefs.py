@@ -361,6 +361,42 @@ def _check_flip(op: Op) -> str | None:
     return None
 
 
+def _check_extract_slice(op: Op) -> str | None:
+    src, sizes, strides = op.source.shape, op.attrs["sizes"], op.attrs["strides"]
+    offsets = op.offsets
+    if len(offsets) != len(src) or len(sizes) != len(src) or len(strides) != len(src) or \
+            any(o.shape or not o.dtype.is_int for o in offsets) or op.result.shape != sizes:
+        return f"extract_slice of {op.source.type} by sizes {sizes} is not {op.result.type}"
+    return None if op.result.dtype == op.source.dtype else "extract_slice changes the dtype"
+
+
+def _check_insert_slice(op: Op) -> str | None:
+    full, sub = op.operand("dest"), op.operand("sub")
+    offsets = op.offsets
+    if len(offsets) != full.rank or sub.rank != full.rank or \
+            any(o.shape or not o.dtype.is_int for o in offsets) or \
+            op.result.type != full.type or sub.dtype != full.dtype or \
+            tuple(op.attrs["sizes"]) != sub.shape:
+        return f"insert_slice of {sub.type} into {full.type} is not {op.result.type}"
+    return None
+
+
+def _check_gather(op: Op) -> str | None:
+    src, index = op.source, op.operand("index")
+    axis = op.attrs["axis"]
+    if not 0 <= axis < src.rank or index.rank != src.rank or not index.dtype.is_int or \
+            op.result.dtype != src.dtype or op.result.shape != index.shape or any(
+                i != s for d, (i, s) in enumerate(zip(index.shape, src.shape)) if d != axis):
+        return f"gather of {src.type} by {index.type} along {axis} is not {op.result.type}"
+    return None
+
+
+def _check_sort(op: Op) -> str | None:
+    if not 0 <= op.attrs["axis"] < op.source.rank or op.result.type != op.source.type:
+        return f"sort of {op.source.type} along axis {op.attrs['axis']}"
+    return None
+
+
 def _check_random(op: Op) -> str | None:
     seed, offset = op.operand("seed"), op.operand("offset")
     assert seed is not None and offset is not None
@@ -686,6 +722,20 @@ _STRUCTURAL = [
           "the two halves of a minor axis of 2 (join's inverse): two results", results=2),
     OpDef("flip", Signature(("source",)), Effect.PURE, _check_flip,
           "the elements reversed along attrs['axis']", attrs=("axis",)),
+    OpDef("extract_slice", Signature(("source",), variadic="offsets"), Effect.PURE,
+          _check_extract_slice, "the attrs['sizes'] block of source starting at the offsets "
+          "(runtime scalars), every attrs['strides']-th element (triton-ascend's "
+          "extract_slice)", attrs=("sizes", "strides")),
+    OpDef("insert_slice", Signature(("dest", "sub"), variadic="offsets"), Effect.PURE,
+          _check_insert_slice, "dest with sub written at the offsets, every "
+          "attrs['strides']-th element (triton-ascend's insert_slice)",
+          attrs=("sizes", "strides")),
+    OpDef("gather", Signature(("source", "index")), Effect.PURE, _check_gather,
+          "result[..i..] = source[..index[..i..]..] along attrs['axis'] (tl.gather)",
+          attrs=("axis",)),
+    OpDef("sort", Signature(("source",)), Effect.PURE, _check_sort,
+          "the elements sorted along attrs['axis'], ascending or attrs['descending'] "
+          "(NaN last ascending, first descending)", attrs=("axis", "descending")),
     OpDef("randint", Signature(("seed", "offset")), Effect.PURE, _check_random,
           "uint32 word 0 of Philox4x32(seed, (offset, 0, 0, 0)) (dsl.philox)",
           attrs=("n_rounds",)),

@@ -327,8 +327,16 @@ def check_block_shape(b: Builder, shape: Any) -> tuple[int, ...]:
     return tuple(shape)
 
 
-def full(b: Builder, shape: Any, value: PyScalar, dtype: DType) -> Value:
-    return constant(b, value, dtype, check_block_shape(b, shape))
+def full(b: Builder, shape: Any, value: Operand, dtype: DType) -> Value:
+    """A block of constexpr ``shape`` filled with ``value`` (a constexpr, or a runtime
+    scalar splat as in Triton), converted to ``dtype``."""
+    dims = check_block_shape(b, shape)
+    if isinstance(value, Value):
+        if value.shape:
+            raise b.error(f"full() value must be a scalar, got a block of shape "
+                          f"{list(value.shape)}")
+        return broadcast_to(b, cast(b, value, dtype), dims)
+    return constant(b, value, dtype, dims)
 
 
 def program_index(b: Builder, kind: str, axis: int) -> Value:
@@ -609,6 +617,84 @@ def flip(b: Builder, x: Operand, dim: int | None) -> Value:
     if not isinstance(axis, int) or not -v.rank <= axis < v.rank:
         raise b.error(f"flip() dim {dim!r} out of range for shape {list(v.shape)}")
     return b.emit("flip", [v], [v.type], attrs={"axis": axis % v.rank}).result
+
+
+def _slice_args(b: Builder, what: str, rank: int, offsets: Any, sizes: Any, strides: Any
+                ) -> tuple[list[Value], tuple[int, ...], tuple[int, ...]]:
+    def items(x: Any) -> tuple[Any, ...]:
+        return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+    offs, sz, st = items(offsets), items(sizes), items(strides)
+    if not len(offs) == len(sz) == len(st) == rank:
+        raise b.error(f"{what}() needs one offset, size and stride per dimension of a "
+                      f"{rank}-d block, got {len(offs)}, {len(sz)} and {len(st)}")
+    if any(isinstance(n, bool) or not isinstance(n, int) or n <= 0 for n in sz + st):
+        raise b.error(f"{what}() sizes and strides must be positive constexpr integers, got "
+                      f"{list(sz)} and {list(st)}")
+    values = []
+    for o in offs:
+        v = as_value(b, o)
+        if v.shape or not v.dtype.is_int or v.dtype.is_bool:
+            raise b.error(f"{what}() offsets must be integer scalars, got {v.type}")
+        values.append(cast(b, v, dt.int32) if v.dtype.bits < 32 else v)
+    return values, sz, st
+
+
+def extract_slice(b: Builder, x: Operand, offsets: Any, sizes: Any, strides: Any) -> Value:
+    """triton-ascend's ``extract_slice``: the ``sizes`` block of ``x`` at ``offsets``
+    (constexpr or runtime), taking every ``strides``-th element."""
+    v = _block(b, x, "extract_slice")
+    offs, sz, st = _slice_args(b, "extract_slice", v.rank, offsets, sizes, strides)
+    for d, (n, step, full) in enumerate(zip(sz, st, v.shape)):
+        if (n - 1) * step + 1 > full:
+            raise b.error(f"extract_slice() size {n} with stride {step} does not fit dimension "
+                          f"{d} of {list(v.shape)}")
+    return b.emit("extract_slice", [v, *offs], [Type(v.dtype, sz)],
+                  attrs={"sizes": sz, "strides": st}).result
+
+
+def insert_slice(b: Builder, full: Operand, sub: Operand, offsets: Any, sizes: Any,
+                 strides: Any) -> Value:
+    """triton-ascend's ``insert_slice``: ``full`` with ``sub`` (converted to its dtype)
+    written at ``offsets``, every ``strides``-th element."""
+    f = _block(b, full, "insert_slice")
+    offs, sz, st = _slice_args(b, "insert_slice", f.rank, offsets, sizes, strides)
+    s = as_value(b, sub, f.dtype)
+    if s.shape != sz:
+        raise b.error(f"insert_slice() sub has shape {list(s.shape)}, sizes say {list(sz)}")
+    return b.emit("insert_slice", [f, s, *offs], [f.type],
+                  attrs={"sizes": sz, "strides": st}).result
+
+
+def get_element(b: Builder, x: Operand, indices: Any) -> Value:
+    """triton-ascend's ``get_element``: the one element of ``x`` at ``indices``."""
+    v = _block(b, x, "get_element")
+    idx = tuple(indices) if isinstance(indices, (tuple, list)) else (indices,)
+    one = extract_slice(b, v, idx, (1,) * v.rank, (1,) * v.rank)
+    return reduce(b, "max", one, None, False)  # the max of one element is that element
+
+
+def gather(b: Builder, src: Operand, index: Operand, axis: Any) -> Value:
+    """``tl.gather``: ``src`` read along ``axis`` at ``index`` (same rank; the other
+    dimensions equal)."""
+    v = _block(b, src, "gather")
+    i = as_value(b, index)
+    if not i.dtype.is_int or i.dtype.is_bool or i.rank != v.rank:
+        raise b.error(f"gather() index must be an integer block of rank {v.rank}, got {i.type}")
+    ax = _one_axis(b, "gather", v, axis)
+    if any(n != m for d, (n, m) in enumerate(zip(i.shape, v.shape)) if d != ax):
+        raise b.error(f"gather() index shape {list(i.shape)} must equal the source's "
+                      f"{list(v.shape)} outside axis {ax}")
+    return b.emit("gather", [v, i], [Type(v.dtype, i.shape)], attrs={"axis": ax}).result
+
+
+def sort(b: Builder, x: Operand, dim: Any, descending: Any) -> Value:
+    """``tl.sort``: ``x`` sorted along ``dim`` (the last by default)."""
+    v = _block(b, x, "sort")
+    if v.dtype.is_bool:
+        raise b.error("sort() of an int1 block is not supported")
+    ax = _one_axis(b, "sort", v, -1 if dim is None else dim)
+    return b.emit("sort", [v], [v.type], attrs={"axis": ax,
+                                                "descending": bool(descending)}).result
 
 
 def broadcast_block(b: Builder, x: Operand, shape: Any) -> Value:

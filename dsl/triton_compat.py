@@ -47,6 +47,10 @@ _DTYPES = {"fp16": dt.float16, "bf16": dt.bfloat16, "fp32": dt.float32, "fp64": 
            "int64": dt.int64, "uint8": dt.uint8, "uint16": dt.uint16, "uint32": dt.uint32,
            "uint64": dt.uint64}
 
+# Triton classes a kernel names: annotations and loop iterators.
+_CLASSES = {"constexpr": lang.constexpr, "range": lang.range, "static_range": lang.static_range,
+            "parallel": lang.range}
+
 # Triton builtins whose DSL counterpart has another name.
 _RENAMED = {"sqrt_rn": "sqrt"}
 
@@ -57,9 +61,16 @@ def next_power_of_2(n: int) -> int:
     return 1 << max(int(n) - 1, 0).bit_length()
 
 
+def _module(obj: Any) -> str:
+    module = getattr(obj, "__module__", None)
+    return module if isinstance(module, str) else ""
+
+
 def _is_triton(obj: Any) -> bool:
-    module = getattr(obj, "__module__", None) or type(obj).__module__
-    return isinstance(module, str) and module.split(".")[0] == "triton"
+    """A Triton object: defined in Triton, or an instance of a Triton class (a user's
+    @triton.jit function is a triton.runtime.jit.JITFunction)."""
+    return _module(obj).split(".")[0] == "triton" or \
+        type(obj).__module__.split(".")[0] == "triton"
 
 
 def translate(obj: Any) -> Any:
@@ -70,14 +81,17 @@ def translate(obj: Any) -> Any:
     if cls == "constexpr":  # a module-level tl.constexpr(value)
         return translate(obj.value)
     if isinstance(obj, type):
-        if obj.__name__ == "constexpr":
-            return lang.constexpr
+        if obj.__name__ in _CLASSES:
+            return _CLASSES[obj.__name__]
         return Unsupported(f"triton.language.{obj.__name__}")
     if cls == "dtype" and hasattr(obj, "name"):
         if obj.name in _DTYPES:
             return _DTYPES[obj.name]
         return Unsupported(f"dtype tl.{obj.name}")
     if cls in ("JITFunction", "Autotuner", "Heuristics"):
+        builtin = getattr(lang, getattr(obj, "__name__", ""), None)
+        if _module(obj).startswith("triton.") and getattr(builtin, "__dsl_builtin__", False):
+            return builtin  # Triton's standard library (tl.sum, tl.maximum, ...): the DSL's own
         return from_triton(obj)
     if callable(obj):
         name = getattr(obj, "__name__", "")

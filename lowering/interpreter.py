@@ -526,6 +526,55 @@ class Interpreter:
     def op_flip(self, op: Op, frame: Frame) -> None:
         frame.set(op.result, np.flip(self._full(op.source, frame), axis=1 + op.attrs["axis"]))
 
+    def _slice_positions(self, op: Op, frame: Frame, shape: tuple[int, ...],
+                         offsets: tuple[Value, ...]) -> tuple[int, tuple[np.ndarray, ...]]:
+        """(rows, fancy index) of the elements extract_slice/insert_slice touch in a
+        block of ``shape``, checked inside it (offsets may differ per row)."""
+        sizes, strides = op.attrs["sizes"], op.attrs["strides"]
+        starts = [np.asarray(materialize(frame.get(v)), np.int64).reshape(-1) for v in offsets]
+        rows = max([frame.size] + [len(o) for o in starts])
+        rank = len(sizes)
+        index: list[np.ndarray] = [np.arange(rows).reshape((-1,) + (1,) * rank)]
+        for d, (start, n, step) in enumerate(zip(starts, sizes, strides)):
+            if (start < 0).any() or (start + (n - 1) * step >= shape[d]).any():
+                bad = int(start[(start < 0) | (start + (n - 1) * step >= shape[d])][0])
+                raise DSLRuntimeError(
+                    f"{op.loc}: {op.kind} in kernel '{self.fn.name}': offset {bad} with size "
+                    f"{n} and stride {step} leaves dimension {d} of a block of shape "
+                    f"{list(shape)}\n{op.loc.excerpt()}")
+            lanes = (np.arange(n) * step).reshape((1,) * (d + 1) + (n,) + (1,) * (rank - d - 1))
+            index.append(start.reshape((-1,) + (1,) * rank) + lanes)
+        return rows, tuple(index)
+
+    def op_extract_slice(self, op: Op, frame: Frame) -> None:
+        rows, index = self._slice_positions(op, frame, op.source.shape, op.offsets)
+        src = self._full(op.source, frame)
+        frame.set(op.result, np.broadcast_to(src, (rows,) + src.shape[1:])[index])
+
+    def op_insert_slice(self, op: Op, frame: Frame) -> None:
+        dest, sub = op.require("dest"), op.require("sub")
+        rows, index = self._slice_positions(op, frame, dest.shape, op.offsets)
+        full = self._full(dest, frame)
+        out = np.array(np.broadcast_to(full, (rows,) + full.shape[1:]))
+        out[index] = self._full(sub, frame)
+        frame.set(op.result, out)
+
+    def op_gather(self, op: Op, frame: Frame) -> None:
+        src, index = self._full_pair(op.source, op.require("index"), frame)
+        axis = 1 + op.attrs["axis"]
+        idx = index.astype(np.int64)
+        if idx.size and (idx.min() < 0 or idx.max() >= src.shape[axis]):
+            bad = int(idx[(idx < 0) | (idx >= src.shape[axis])].reshape(-1)[0])
+            raise DSLRuntimeError(
+                f"{op.loc}: gather in kernel '{self.fn.name}': index {bad} is outside axis "
+                f"{op.attrs['axis']} of length {src.shape[axis]}\n{op.loc.excerpt()}")
+        frame.set(op.result, np.take_along_axis(src, idx, axis=axis))
+
+    def op_sort(self, op: Op, frame: Frame) -> None:
+        axis = 1 + op.attrs["axis"]
+        ordered = np.sort(self._full(op.source, frame), axis=axis, kind="stable")
+        frame.set(op.result, np.flip(ordered, axis=axis) if op.attrs["descending"] else ordered)
+
     def _philox(self, op: Op, frame: Frame, fn: Callable[..., Any]) -> Any:
         """``fn(seed, offsets, n_rounds)`` of ``dsl.philox``; one seed per row."""
         offset = materialize(frame.get(op.require("offset")))
@@ -931,6 +980,10 @@ HANDLERS: dict[str, Callable[[Interpreter, Op, Frame], None]] = {
     "join": Interpreter.op_join,
     "split": Interpreter.op_split,
     "flip": Interpreter.op_flip,
+    "extract_slice": Interpreter.op_extract_slice,
+    "insert_slice": Interpreter.op_insert_slice,
+    "gather": Interpreter.op_gather,
+    "sort": Interpreter.op_sort,
     "randint": Interpreter.op_randint,
     "randint4x": Interpreter.op_randint4x,
     "rand": Interpreter.op_rand,

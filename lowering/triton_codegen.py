@@ -297,6 +297,28 @@ class _Emitter:
         first, second = (self.define(r) for r in op.results)
         self.emit(f"{first}, {second} = tl.split({self.name(op.source)})", indent, op.loc)
 
+    def _slice_tuples(self, op: Op, offsets: tuple[Value, ...]) -> str:
+        names = "(" + ", ".join(self.name(v) for v in offsets) + ("," if len(offsets) == 1
+                                                                   else "") + ")"
+        return f"{names}, {_shape(op.attrs['sizes'])}, {_shape(op.attrs['strides'])}"
+
+    def op_extract_slice(self, op: Op, indent: int) -> None:
+        self.emit(f"{self.define(op.result)} = tl.extract_slice({self.name(op.source)}, "
+                  f"{self._slice_tuples(op, op.offsets)})", indent, op.loc)
+
+    def op_insert_slice(self, op: Op, indent: int) -> None:
+        self.emit(f"{self.define(op.result)} = tl.insert_slice({self.name(op.require('dest'))}, "
+                  f"{self.name(op.require('sub'))}, {self._slice_tuples(op, op.offsets)})",
+                  indent, op.loc)
+
+    def op_gather(self, op: Op, indent: int) -> None:
+        self.emit(f"{self.define(op.result)} = tl.gather({self.name(op.source)}, "
+                  f"{self.name(op.require('index'))}, {op.attrs['axis']})", indent, op.loc)
+
+    def op_sort(self, op: Op, indent: int) -> None:
+        self.emit(f"{self.define(op.result)} = tl.sort({self.name(op.source)}, "
+                  f"dim={op.attrs['axis']}, descending={op.attrs['descending']})", indent, op.loc)
+
     def op_flip(self, op: Op, indent: int) -> None:
         self.emit(f"{self.define(op.result)} = tl.flip({self.name(op.source)}, "
                   f"{op.attrs['axis']})", indent, op.loc)
@@ -464,6 +486,10 @@ EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
     "join": _Emitter.op_join,
     "split": _Emitter.op_split,
     "flip": _Emitter.op_flip,
+    "extract_slice": _Emitter.op_extract_slice,
+    "insert_slice": _Emitter.op_insert_slice,
+    "gather": _Emitter.op_gather,
+    "sort": _Emitter.op_sort,
     "randint": _Emitter.op_random,
     "randint4x": _Emitter.op_random,
     "rand": _Emitter.op_random,
