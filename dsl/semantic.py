@@ -66,6 +66,9 @@ class Builder:
         # how the kernel uses the grid: "none" (never asks), "tiled" (only through
         # tile_range) or "direct" (reads program_id/num_programs itself)
         self.grid_use = "none"
+        # Block dimensions must be powers of two (Triton's rule); triton-ascend, and so
+        # kernels written against it (dsl.from_triton), accept any positive size.
+        self.pow2_blocks = True
 
     @property
     def block(self) -> Block:
@@ -307,11 +310,12 @@ def where(b: Builder, cond: Operand, x: Operand, y: Operand) -> Value:
 
 
 def arange(b: Builder, start: int, end: int) -> Value:
-    """int32 block ``[start, end)``; the length must be a power of two (as in Triton)."""
+    """int32 block ``[start, end)``; the length must be a power of two (as in Triton;
+    any positive length in a kernel written against triton-ascend)."""
     if not (isinstance(start, int) and isinstance(end, int)):
         raise b.error("arange() bounds must be constexpr integers")
     n = end - start
-    if n <= 0 or n & (n - 1):
+    if n <= 0 or (b.pow2_blocks and n & (n - 1)):
         raise b.error(f"arange() length must be a positive power of two, got {n}")
     return b.emit("arange", [], [Type(dt.int32, (n,))], attrs={"start": start, "end": end}).result
 
@@ -322,7 +326,7 @@ def check_block_shape(b: Builder, shape: Any) -> tuple[int, ...]:
     if not isinstance(shape, (tuple, list)) or not all(isinstance(s, int) for s in shape):
         raise b.error("a block shape must be a tuple of constexpr integers")
     for s in shape:
-        if s <= 0 or s & (s - 1):
+        if s <= 0 or (b.pow2_blocks and s & (s - 1)):
             raise b.error(f"block dimensions must be positive powers of two, got {list(shape)}")
     return tuple(shape)
 
