@@ -10,9 +10,12 @@ process, in a fresh temporary folder, with benchmarks/triton_ascend_shim first o
 PYTHONPATH: its sitecustomize maps torch_npu/``device="npu"`` onto the CPU and installs
 the runner -- ``dsl`` (ascend-dsl's interpreter through dsl.triton_compat) or
 ``triton`` (Triton's own ``TRITON_INTERPRET=1``). Tutorials
-(third_party/ascend/tutorials/*.py) run as scripts; unit test files
-(third_party/ascend/unittest/pytest_ut/test_*.py) run with ``python -m pytest -q -p
-no:cacheprovider -p triton_ascend_suite_plugin``. Nothing is written under PATH.
+(third_party/ascend/tutorials/*.py) run as scripts, with the unit tests' folder last on
+PYTHONPATH for the ones importing its helper test_common (a tutorial with test
+functions and no ``__main__`` block runs under pytest instead); unit test files
+(third_party/ascend/unittest/pytest_ut/test_*.py, except helpers without tests) run with
+``python -m pytest -q -p no:cacheprovider -p triton_ascend_suite_plugin``. Nothing is
+written under PATH.
 
 Each file gets one status:
 
@@ -24,6 +27,16 @@ Each file gets one status:
   ``torch.testing.assert_close``);
 * ``error (<first line>)``: any other exception, a crash, or no tests collected;
 * ``timeout``: still running after the per-file limit.
+
+Each child's heap is capped (``--memory-limit``), so a test too big for the machine
+ends in a MemoryError (an ``error``) rather than in the kernel's OOM killer.
+
+The installed Triton may predate the checkout: unless ``--no-cann-alias``, a child whose
+Triton lacks ``triton.language.extra.cann`` gets an alias of it (see
+triton_ascend_shim/triton_cann_alias.py). Under ``--runner triton`` the interpreter
+drops Ascend compile options given at launch (``debug=``, ``multibuffer=``, autotune
+configs' ``num_buffers_warp_spec``), as the compiled path does, unless
+``--strict-triton`` (triton_ascend_shim/triton_interpreter_options.py).
 
 For pytest files the reason is taken from pytest's short summary (FAILED/ERROR lines)
 and the "N passed, M failed" line is printed next to the status.
@@ -57,6 +70,7 @@ STATUSES = ("pass", "fail", "unsupported", "error", "timeout")
 _EXCEPTION_LINE = re.compile(
     r"^(?:E\s+)?(?P<cls>[A-Za-z_][\w.]*(?:Error|Exception|Failure|Exit|Interrupt|Feature))(?::\s*(?P<msg>.*))?$"
 )
+_LEADING_CLASS = re.compile(r"(?:E\s+)?([A-Za-z_][\w.]*)(?=:|\s|$)")
 _SUMMARY_LINE = re.compile(r"^=*\s*(?:\d+ \w+(?:, )?)+.* in [\d.]+s")
 _SUMMARY_COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)")
 _SHORT_SUMMARY = re.compile(r"^(?P<kind>FAILED|ERROR) (?P<node>\S+)(?: - (?P<reason>.*))?$")
@@ -98,8 +112,8 @@ def _first_line(text: str, limit: int = 200) -> str:
 
 def kind_of(reason: str) -> str:
     """``unsupported``, ``fail`` or ``error`` for one exception line ``Class: message``."""
-    match = _EXCEPTION_LINE.match(reason.strip())
-    cls = match.group("cls") if match else ""
+    match = _LEADING_CLASS.match(reason.strip())
+    cls = match.group(1) if match else ""
     if _UNSUPPORTED_CLASS.search(cls) or _UNSUPPORTED_TEXT.search(reason):
         return "unsupported"
     if cls.endswith("AssertionError") or reason.startswith("assert ") or _FAIL_TEXT.search(reason):
@@ -123,8 +137,12 @@ def last_exception(lines: list[str]) -> str:
     """The exception line that ends the last traceback (or the last line of output)."""
     starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
     if starts:
-        for line in lines[starts[-1] + 1 :]:
+        block = lines[starts[-1] + 1 :]
+        for i, line in enumerate(block):
             if line and not line[0].isspace():
+                code = [c.strip() for c in block[:i] if c.strip() and set(c.strip()) - set("^~")]
+                if ":" not in line and code and not code[-1].startswith("File "):  # a bare ``assert``
+                    return f"{line.strip()} at {code[-1]}"
                 return line.strip()
     for line in reversed(lines):
         if _EXCEPTION_LINE.match(line.strip()):
@@ -160,21 +178,21 @@ def _pick(reasons: Iterable[str]) -> tuple[str, str]:
     return "error", ""
 
 
-def classify(section: str, returncode: int, output: str) -> tuple[str, str, dict[str, int]]:
-    """(status, reason, pytest counts) of one finished child."""
+def classify(mode: str, returncode: int, output: str) -> tuple[str, str, dict[str, int]]:
+    """(status, reason, pytest counts) of one finished child; ``mode`` is "script" or "pytest"."""
     lines = output.splitlines()
     setup = [line for line in lines if line.startswith("suite setup failed:")]
     if returncode == SETUP_FAILED or setup:
         return "error", _first_line(setup[-1] if setup else "suite setup failed"), {}
-    counts = pytest_counts(lines) if section == "unittests" else {}
+    counts = pytest_counts(lines) if mode == "pytest" else {}
     if returncode == 0:
         return "pass", "", counts
     if returncode < 0:
         return "error", f"killed by signal {-returncode}", counts
-    if section == "unittests" and returncode == 5:
+    if mode == "pytest" and returncode == 5:
         return "error", "no tests collected", counts
     reasons = []
-    if section == "unittests":
+    if mode == "pytest":
         for line in lines:
             match = _SHORT_SUMMARY.match(line.strip())
             if match:  # a collection error has no reason there: take pytest's last "E   Class: ..." line
@@ -191,7 +209,16 @@ def classify(section: str, returncode: int, output: str) -> tuple[str, str, dict
 # --- running ------------------------------------------------------------------------
 
 
-def child_env(runner: str) -> dict[str, str]:
+def default_memory_limit() -> float:
+    """GiB per child: a quarter of the machine's memory, at least 2."""
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 1024**3
+    return max(2.0, float(int(total / 4)))
+
+
+def child_env(
+    runner: str, cann_alias: bool = True, memory_gib: float | None = None, strict_triton: bool = False
+) -> dict[str, str]:
+    """The environment of a child: shim first on PYTHONPATH, runner, heap cap (GiB)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SHIM_DIR), env.get("PYTHONPATH", "")) if p)
     env["DSL_SUITE_RUNNER"] = runner
@@ -199,6 +226,10 @@ def child_env(runner: str) -> dict[str, str]:
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
     env["COLUMNS"] = "300"  # pytest's short summary keeps whole reasons
+    env["DSL_SUITE_CANN_ALIAS"] = "1" if cann_alias else "0"
+    env["DSL_SUITE_TRITON_NPU_OPTIONS"] = "keep" if strict_triton else "drop"
+    memory_gib = default_memory_limit() if memory_gib is None else memory_gib
+    env["DSL_SUITE_MEMORY_LIMIT"] = str(int(memory_gib * 1024**3))
     if runner == "triton":
         env["TRITON_INTERPRET"] = "1"
     else:
@@ -223,25 +254,37 @@ def run_child(cmd: list[str], env: dict[str, str], timeout: float) -> tuple[int 
         return code, out.decode(errors="replace"), time.perf_counter() - start
 
 
-def command(section: str, path: Path) -> list[str]:
-    if section == "tutorials":
+def mode_of(section: str, path: Path) -> str:
+    """"pytest" for unit test files and for tutorials that only define tests, else "script"."""
+    if section == "unittests":
+        return "pytest"
+    text = path.read_text(errors="replace")
+    return "script" if "__main__" in text or not _has_tests(path) else "pytest"
+
+
+def command(mode: str, path: Path) -> list[str]:
+    if mode == "script":
         return [sys.executable, str(path)]
     return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", PLUGIN,
             "-rfE", "--tb=short", "--color=no", str(path)]
 
 
 def run_file(
-    section: str, path: Path, runner: str, timeout: float, log_dir: Path | None
+    section: str, path: Path, env: dict[str, str], timeout: float, log_dir: Path | None
 ) -> tuple[FileResult, str]:
-    code, output, seconds = run_child(command(section, path), child_env(runner), timeout)
+    mode = mode_of(section, path)
+    if section == "tutorials":  # some import the unit tests' helper module test_common
+        helpers = str(path.parents[1] / "unittest" / "pytest_ut")
+        env = {**env, "PYTHONPATH": os.pathsep.join((env["PYTHONPATH"], helpers))}
+    code, output, seconds = run_child(command(mode, path), env, timeout)
     if log_dir is not None:
         (log_dir / section).mkdir(parents=True, exist_ok=True)
         (log_dir / section / f"{path.stem}.log").write_text(output)
     if code is None:
-        counts = pytest_counts(output.splitlines()) if section == "unittests" else {}
+        counts = pytest_counts(output.splitlines()) if mode == "pytest" else {}
         result = FileResult(section, path.name, "timeout", f"after {timeout:g}s", seconds, None, counts)
     else:
-        status, reason, counts = classify(section, code, output)
+        status, reason, counts = classify(mode, code, output)
         result = FileResult(section, path.name, status, reason, seconds, code, counts)
     return result, output
 
@@ -279,9 +322,9 @@ def git_commit(root: Path) -> str:
     return out.stdout.strip()
 
 
-def preflight(runner: str) -> str | None:
+def preflight(env: dict[str, str]) -> str | None:
     """None if a child can install the runner, else why not."""
-    code, output, _ = run_child([sys.executable, "-c", "pass"], child_env(runner), timeout=300)
+    code, output, _ = run_child([sys.executable, "-c", "pass"], env, timeout=300)
     if code == 0:
         return None
     lines = [line for line in output.splitlines() if line.startswith("suite setup failed:")]
@@ -326,6 +369,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--tutorial-timeout", type=float, default=300.0, help="seconds per tutorial")
     parser.add_argument("--test-timeout", type=float, default=120.0, help="seconds per unit test file")
+    parser.add_argument("--no-cann-alias", action="store_true",
+                        help="do not alias triton.language.extra.cann when the installed Triton lacks it")
+    parser.add_argument("--strict-triton", action="store_true",
+                        help="runner triton: pass Ascend compile options given at launch on to the kernel")
+    parser.add_argument("--memory-limit", type=float, default=default_memory_limit(), metavar="GIB",
+                        help="heap cap per child in GiB (default: a quarter of this machine's memory)")
     parser.add_argument("--json", type=Path, help="save the results here")
     parser.add_argument("--log-dir", type=Path, help="save each child's output here")
     parser.add_argument("--show-output", type=int, default=0, metavar="LINES",
@@ -338,10 +387,15 @@ def main(argv: list[str] | None = None) -> int:
     files = discover(root, args.only, args.substring, args.first)
     commit = git_commit(root)
     print(f"triton-ascend: {root} @ {commit}")
-    print(f"runner: {args.runner}; {len(files)} files; jobs {args.jobs}")
+    notes = [f"jobs {args.jobs}", f"cann alias {'off' if args.no_cann_alias else 'on'}",
+             f"heap cap {args.memory_limit:g} GiB per child"]
+    if args.runner == "triton":
+        notes.append("Ascend launch options " + ("kept" if args.strict_triton else "dropped"))
+    print(f"runner: {args.runner}; {len(files)} files; " + "; ".join(notes))
     if not files:
         return 0
-    problem = preflight(args.runner)
+    env = child_env(args.runner, not args.no_cann_alias, args.memory_limit, args.strict_triton)
+    problem = preflight(env)
     if problem is not None:
         print(f"runner {args.runner} cannot start: {problem}")
         return 2
@@ -350,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     results: list[FileResult] = []
     timeouts = {"tutorials": args.tutorial_timeout, "unittests": args.test_timeout}
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = [pool.submit(run_file, section, path, args.runner, timeouts[section], args.log_dir)
+        futures = [pool.submit(run_file, section, path, env, timeouts[section], args.log_dir)
                    for section, path in files]
         section = None
         for future in futures:

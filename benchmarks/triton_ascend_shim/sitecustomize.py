@@ -2,16 +2,21 @@
 benchmarks/vs_triton_interpreter.py (this folder is first on their PYTHONPATH).
 
 With ``DSL_SUITE_RUNNER`` unset it does nothing (``import torch_npu`` still finds the
-shim). Otherwise it installs the torch_npu shim (``torch.npu``, NPU -> CPU) and the CPU
-fallback of Triton's driver, then the runner:
+shim). Otherwise it installs the torch_npu shim (``torch.npu``, NPU -> CPU), the CPU
+fallback of Triton's driver and, unless ``DSL_SUITE_CANN_ALIAS=0``, the
+``triton.language.extra.cann`` alias for a Triton wheel that predates it
+(triton_cann_alias.py), then the runner:
 
 * ``dsl``: sets ``DSL_TRITON_INTERPRET=1`` and calls ``dsl.triton_compat.install()``,
   so ``@triton.jit`` kernels launched on CPU tensors run in ascend-dsl's interpreter.
 * ``triton``: Triton's own interpreter (the parent sets ``TRITON_INTERPRET=1``), with
-  the NumPy >= 2.4 patch of the repository's tests/triton_interpret_patch.py.
+  the NumPy >= 2.4 patch of the repository's tests/triton_interpret_patch.py and,
+  unless ``DSL_SUITE_TRITON_NPU_OPTIONS=keep``, triton_interpreter_options.py (Ascend
+  compile options given at launch are dropped, not passed to the kernel).
 
-A runner that cannot be installed ends the child at once with exit status
-:data:`SETUP_FAILED` and one ``suite setup failed:`` line on stderr.
+``DSL_SUITE_MEMORY_LIMIT`` (bytes) caps the child's heap. A runner that cannot be
+installed ends the child at once with exit status :data:`SETUP_FAILED` and one
+``suite setup failed:`` line on stderr.
 """
 
 from __future__ import annotations
@@ -44,12 +49,27 @@ def _install_triton_numpy_patch() -> None:
     triton_interpret_patch.install()
 
 
+def _limit_memory() -> None:
+    """Cap the heap (``RLIMIT_DATA``) at ``DSL_SUITE_MEMORY_LIMIT`` bytes: a test that would
+    exhaust the machine gets a MemoryError instead of the kernel's OOM killer."""
+    limit = int(os.environ.get("DSL_SUITE_MEMORY_LIMIT", "0"))
+    if limit > 0:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
+
 def _install(runner: str) -> None:
+    _limit_memory()
     try:
         import npu_cpu_driver
         import torch_npu  # noqa: F401  (installs torch.npu and the NPU -> CPU mapping)
 
         npu_cpu_driver.install()
+        if os.environ.get("DSL_SUITE_CANN_ALIAS", "1") != "0":
+            import triton_cann_alias
+
+            triton_cann_alias.install()
     except Exception as error:  # noqa: BLE001
         _fail("torch_npu shim", error)
     if runner == "dsl":
@@ -64,6 +84,10 @@ def _install(runner: str) -> None:
         os.environ["TRITON_INTERPRET"] = "1"
         try:
             _install_triton_numpy_patch()
+            if os.environ.get("DSL_SUITE_TRITON_NPU_OPTIONS", "drop") == "drop":
+                import triton_interpreter_options
+
+                triton_interpreter_options.install()
         except Exception as error:  # noqa: BLE001
             _fail("cannot patch Triton's interpreter", error)
     else:

@@ -1,0 +1,60 @@
+"""``triton.language.extra.cann`` for a triton-ascend wheel that predates it.
+
+triton-ascend 3.5 checkouts import ``triton.language.extra.cann.extension`` (Ascend
+builtins such as ``extract_slice``, ``insert_slice``, ``parallel``) and
+``triton.language.extra.cann.libdevice``; the 3.2 wheel has the same builtins directly
+in ``triton.language`` and its libdevice in ``triton.language.extra.ascend``. When the
+installed Triton has no ``cann`` package, :func:`install` registers one whose
+``extension`` resolves names in ``triton.language`` and whose ``libdevice`` is the
+wheel's Ascend libdevice. A name neither has raises an ``AttributeError`` that says
+so. Nothing happens when the real package exists.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import Any
+
+PACKAGE = "triton.language.extra.cann"
+
+
+def _missing(name: str) -> AttributeError:
+    import triton
+
+    installed = f"the installed triton {triton.__version__}"
+    return AttributeError(f"{PACKAGE}.extension alias: {name} is not in {installed}")
+
+
+def install() -> bool:
+    """Register the alias package if Triton lacks it; True if it did."""
+    try:
+        importlib.import_module(PACKAGE)
+        return False
+    except ImportError:
+        pass
+    import triton.language as tl
+    import triton.language.extra as extra
+
+    libdevice = importlib.import_module("triton.language.extra.ascend.libdevice")
+    cann = types.ModuleType(PACKAGE, __doc__)
+    cann.__path__ = []  # a package, so the submodule imports below resolve
+    extension = types.ModuleType(f"{PACKAGE}.extension", "triton.language, under its 3.5 name")
+
+    def __getattr__(name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return getattr(tl, name)
+        except AttributeError:
+            raise _missing(name) from None
+
+    extension.__getattr__ = __getattr__
+    cann.extension = extension
+    cann.libdevice = libdevice
+    sys.modules[PACKAGE] = cann
+    sys.modules[f"{PACKAGE}.extension"] = extension
+    sys.modules[f"{PACKAGE}.libdevice"] = libdevice
+    extra.cann = cann
+    return True
