@@ -90,6 +90,7 @@ from dsl.language import (
     maximum,
     min,
     minimum,
+    multibuffer,
     multiple_of,
     num_programs,
     permute,
@@ -144,4 +145,5 @@ __all__ = [
     "multiple_of", "static_print", "DeviceAssertionError", "reduce", "associative_scan",
     "DataRaceError", "advance", "assume", "compile_hint", "debug_barrier", "make_block_ptr",
     "from_triton", "extract_slice", "insert_slice", "get_element", "gather", "sort",
+    "multibuffer",
 ]

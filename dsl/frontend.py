@@ -1220,6 +1220,7 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "gather": lambda v, node, src, index, axis: sem.gather(v.b, src, index, axis),
     "sort": lambda v, node, ptr, dim, descending: sem.sort(v.b, ptr, dim, descending),
     "debug_barrier": lambda v, node: None,
+    "multibuffer": lambda v, node, src, size: None,
     "assume": lambda v, node, cond: None,
     "compile_hint": lambda v, node, ptr, hint_name, hint_val: None,
     "range": _loop_only, "static_range": _loop_only, "tile_range": _loop_only,

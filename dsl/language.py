@@ -290,6 +290,13 @@ def sort(ptr: Any, dim: Any = -1, descending: Any = False) -> Any:
 
 
 @builtin
+def multibuffer(src: Any, size: Any) -> Any:
+    """triton-ascend's hint to keep ``size`` copies of a tensor's buffer (double
+    buffering on the device): accepted, no effect here."""
+    raise _outside("multibuffer")
+
+
+@builtin
 def debug_barrier() -> Any:
     """Triton's barrier between the threads of a program: accepted, no effect (a
     program's ops already run in order here)."""
