@@ -1233,7 +1233,7 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
 def build_ir(src: KernelSource, specs: dict[str, ArgSpec]) -> Function:
     """Trace ``src`` under a specialization (one ``ArgSpec`` per parameter) into IR."""
     builder = Builder(src.name)
-    builder.pow2_blocks = not src.triton
+    builder.triton_rules = src.triton
     scope: dict[str, Any] = {}
     user_params: list[Param] = []
     hidden: list[Param] = []

@@ -394,6 +394,10 @@ class Function:
         """Names of the tensor parameters some op writes (stores and atomics)."""
         return frozenset(op.tensor for op in self.walk() if op.defn.writes_memory)
 
+    def tensors_through_pointers(self) -> frozenset[str]:
+        """Names of the tensor parameters some op addresses through a pointer."""
+        return frozenset(op.tensor for op in self.walk() if op.attrs.get("pointer"))
+
     def __str__(self) -> str:
         return format_function(self)
 

@@ -345,6 +345,7 @@ class JITFunction(InlinableKernel):
             grid = self.default_grid(fn)
         grid3 = self.grid(grid, meta)
         stored = fn.tensors_written()
+        through_pointers = fn.tensors_through_pointers()
         tensors: dict[str, BoundTensor] = {}
         for name, value in binding.values.items():
             if isinstance(value, DeviceTensorView):
@@ -360,8 +361,11 @@ class JITFunction(InlinableKernel):
                 if not value.buffer.flags.writeable:
                     raise self._def_error(f"argument {name!r} is stored to but is read-only")
             c = value.coalesced()
-            tensors[name] = BoundTensor(name, value, value.kernel_buffer(), c.sizes, c.strides,
-                                        c.base)
+            # a tensor addressed through pointers may be read up to the end of its
+            # allocation, as on the device (a row view's pointer reaches later rows)
+            memory = value.kernel_memory() if name in through_pointers else \
+                value.kernel_buffer()
+            tensors[name] = BoundTensor(name, value, memory, c.sizes, c.strides, c.base)
         for name in stored & set(tensors):
             for other, bound in tensors.items():
                 if other != name and partially_overlaps(tensors[name].view, bound.view):

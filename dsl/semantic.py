@@ -66,9 +66,10 @@ class Builder:
         # how the kernel uses the grid: "none" (never asks), "tiled" (only through
         # tile_range) or "direct" (reads program_id/num_programs itself)
         self.grid_use = "none"
-        # Block dimensions must be powers of two (Triton's rule); triton-ascend, and so
-        # kernels written against it (dsl.from_triton), accept any positive size.
-        self.pow2_blocks = True
+        # Kernels written against triton-ascend (dsl.from_triton) follow its rules where
+        # the DSL is stricter: any positive block size (the DSL wants powers of two, as
+        # upstream Triton does) and a where() condition of any type (tested != 0).
+        self.triton_rules = False
 
     @property
     def block(self) -> Block:
@@ -299,6 +300,8 @@ def cdiv(b: Builder, x: Operand, div: Operand) -> Operand:
 def where(b: Builder, cond: Operand, x: Operand, y: Operand) -> Value:
     """``where(cond, x, y)``: cond is int1; x and y promote like a binary op."""
     c = as_value(b, cond)
+    if not c.dtype.is_bool and b.triton_rules:
+        c = binary(b, "ne", c, 0)
     if not c.dtype.is_bool:
         raise b.error(f"where() condition must be int1 (a comparison), got {c.dtype.name}")
     operand_dt = promote(_operand_dtype(b, x, y), _operand_dtype(b, y, x))
@@ -315,7 +318,7 @@ def arange(b: Builder, start: int, end: int) -> Value:
     if not (isinstance(start, int) and isinstance(end, int)):
         raise b.error("arange() bounds must be constexpr integers")
     n = end - start
-    if n <= 0 or (b.pow2_blocks and n & (n - 1)):
+    if n <= 0 or (not b.triton_rules and n & (n - 1)):
         raise b.error(f"arange() length must be a positive power of two, got {n}")
     return b.emit("arange", [], [Type(dt.int32, (n,))], attrs={"start": start, "end": end}).result
 
@@ -326,7 +329,7 @@ def check_block_shape(b: Builder, shape: Any) -> tuple[int, ...]:
     if not isinstance(shape, (tuple, list)) or not all(isinstance(s, int) for s in shape):
         raise b.error("a block shape must be a tuple of constexpr integers")
     for s in shape:
-        if s <= 0 or (b.pow2_blocks and s & (s - 1)):
+        if s <= 0 or (not b.triton_rules and s & (s - 1)):
             raise b.error(f"block dimensions must be positive powers of two, got {list(shape)}")
     return tuple(shape)
 

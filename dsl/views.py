@@ -55,6 +55,23 @@ class TensorView(_Shaped):
     shape: tuple[int, ...]
     strides: tuple[int, ...]  # in elements
     base: int  # buffer index of logical element 0
+    # Byte address one past the end of the allocation the view lives in (a torch
+    # tensor's storage, a NumPy array's owner), 0 when unknown: a Triton kernel may
+    # address through its pointer beyond the view, up to there (a row view of a matrix).
+    limit: int = 0
+
+    def kernel_memory(self) -> np.ndarray:
+        """``kernel_buffer()`` extended to the end of the allocation the view lives in:
+        the memory a pointer to the view's first element may address."""
+        buffer = self.kernel_buffer()
+        if not self.limit or buffer.size == 0:
+            return buffer
+        extra = (self.limit - (buffer.ctypes.data + buffer.nbytes)) // buffer.itemsize
+        if extra <= 0:
+            return buffer
+        return np.lib.stride_tricks.as_strided(buffer, shape=(buffer.size + extra,),
+                                               strides=(buffer.itemsize,),
+                                               writeable=buffer.flags.writeable)
 
     def kernel_buffer(self) -> np.ndarray:
         """The flat buffer starting at the lowest address the view touches, as kernels
@@ -156,7 +173,21 @@ def as_view(obj: Any) -> TensorView:
     lo, hi = span(shape, strides)
     buffer = np.lib.stride_tricks.as_strided(
         corner, shape=(hi - lo + 1,), strides=(item,), writeable=arr.flags.writeable)
-    return TensorView(buffer, dtype, shape, strides, -lo)
+    return TensorView(buffer, dtype, shape, strides, -lo, _allocation_end(obj, arr))
+
+
+def _allocation_end(obj: Any, arr: np.ndarray) -> int:
+    """Byte address one past the allocation ``arr`` lives in: a torch tensor's storage,
+    or the NumPy array that owns the memory when it is contiguous; 0 when unknown."""
+    if is_torch_tensor(obj):
+        storage = obj.untyped_storage()
+        return storage.data_ptr() + storage.nbytes()
+    root = arr
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if not (root.flags.c_contiguous or root.flags.f_contiguous):
+        return 0
+    return root.ctypes.data + root.nbytes
 
 
 @dataclass(frozen=True, eq=False)

@@ -248,3 +248,24 @@ def test_pointer_kernels_lower_to_hivm_within_ub(toolchain, kernel, args, kwargs
     if "tl.dot(" not in lowered.triton:  # (a dot's tiles live in the Cube unit's L1/L0)
         assert lowered.ub_measured_bytes > 0
     assert "_ptr +" in lowered.triton  # plain pointer arithmetic in the generated Triton
+
+
+@dsl.jit
+def row_sums(x_ptr, out_ptr, ncols, BLOCK: dsl.constexpr):
+    r = dsl.program_id(0)
+    c = dsl.arange(0, BLOCK)
+    v = dsl.load(x_ptr + r * ncols + c, mask=c < ncols, other=0.0)
+    dsl.store(out_ptr + r, dsl.sum(v, axis=0))
+
+
+def test_a_pointer_reaches_the_rest_of_its_allocation_and_no_further(torch):
+    m = torch.rand(6, 10)
+    out = torch.zeros(6)
+    row_sums[(6,)](m[0], out, 10, BLOCK=16)  # a row view: later rows through its pointer
+    torch.testing.assert_close(out, m.sum(1))
+    a = np.random.rand(6, 10).astype(np.float32)
+    o = np.zeros(6, np.float32)
+    row_sums[(6,)](a[0], o, 10, BLOCK=16)
+    np.testing.assert_allclose(o, a.sum(1), rtol=1e-6)
+    with pytest.raises(dsl.OutOfBoundsError, match="pointer offset 60 is outside tensor 'x_ptr'"):
+        row_sums[(7,)](a[0], np.zeros(7, np.float32), 10, BLOCK=16)
