@@ -87,9 +87,12 @@ def check_store_race(site: AccessSite, index: object, mask: object | None, pid: 
     iterations run in order) may rewrite an element."""
     if isinstance(index, Lanes) and (mask is None or isinstance(mask, LaneMask)):
         first = index.base
-        # a LaneMask's leading valid lanes, per row (its rows may be one shared row)
-        counts = np.broadcast_to(mask.valid_counts(), first.shape) if mask is not None \
-            else np.full(first.shape, index.length, dtype=np.int64)
+        # a LaneMask's leading valid lanes, per row (the index's rows, or the mask's, may
+        # be one row shared by all)
+        counts = mask.valid_counts() if mask is not None else \
+            np.full(first.shape, index.length, dtype=np.int64)
+        rows = np.broadcast_shapes(first.shape, counts.shape)
+        first, counts = np.broadcast_to(first, rows), np.broadcast_to(counts, rows)
         if first.shape[0] < 2:
             return  # one row: its lanes are distinct
         order = np.argsort(first, kind="stable")

@@ -269,3 +269,20 @@ def test_a_pointer_reaches_the_rest_of_its_allocation_and_no_further(torch):
     np.testing.assert_allclose(o, a.sum(1), rtol=1e-6)
     with pytest.raises(dsl.OutOfBoundsError, match="pointer offset 60 is outside tensor 'x_ptr'"):
         row_sums[(7,)](a[0], np.zeros(7, np.float32), 10, BLOCK=16)
+
+
+@dsl.jit
+def shared_row_store(x_ptr, out_ptr, n, BLOCK: dsl.constexpr):
+    xindex = dsl.program_id(0) * BLOCK + dsl.arange(0, BLOCK)
+    yindex = dsl.arange(0, BLOCK)  # the same elements in every program
+    xmask = xindex < n
+    dsl.store(out_ptr + yindex, dsl.load(x_ptr + xindex, xmask), xmask)
+
+
+def test_programs_storing_one_row_is_a_data_race_not_a_crash():
+    # (a per-program mask over an index shared by all programs once crashed the checker)
+    x, out = np.ones(64, np.float32), np.zeros(32, np.float32)
+    with pytest.raises(dsl.DataRaceError, match="program id \\(0, 0, 0\\) lane 0 and program "
+                                                "id \\(1, 0, 0\\) lane 0"):
+        shared_row_store[(2,)](x, out, 64, BLOCK=32)
+    assert not out.any()

@@ -278,3 +278,25 @@ def test_environment_switch_runs_an_unmodified_script(tmp_path, torch):
     plain = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
                            text=True, timeout=300, cwd=tmp_path)
     assert "ran in dsl.triton_compat" not in plain.stdout
+
+
+@triton.jit
+def int_max_with_inf_other(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=-float("inf"))  # an int tensor
+    tl.store(out_ptr, tl.max(x, axis=0))
+
+
+def test_infinite_other_for_an_integer_tensor_saturates_in_triton_kernels():
+    x = np.array([-5, -7, -2], np.int32)
+    out = np.zeros(1, np.int32)
+    dsl.from_triton(int_max_with_inf_other)(x, out, 3, BLOCK=8)
+    assert out[0] == -2
+
+    @dsl.jit
+    def dsl_kernel(x, out):
+        i = dsl.arange(0, 4)
+        dsl.store(out, 0, dsl.max(dsl.load(x, i, i < 3, -float("inf")), axis=0))
+
+    with pytest.raises(dsl.DSLCompileError, match="constant -inf has no int32 value"):
+        dsl_kernel(x, out)
