@@ -33,6 +33,7 @@ from dsl.errors import (
 from dsl.frontend import ScalarSpec, TensorSpec, tensor_spec
 from dsl.jit import JITFunction, jit
 from dsl.language import (
+    PropagateNan,
     abs,
     advance,
     arange,
@@ -145,5 +146,5 @@ __all__ = [
     "multiple_of", "static_print", "DeviceAssertionError", "reduce", "associative_scan",
     "DataRaceError", "advance", "assume", "compile_hint", "debug_barrier", "make_block_ptr",
     "from_triton", "extract_slice", "insert_slice", "get_element", "gather", "sort",
-    "multibuffer",
+    "multibuffer", "PropagateNan",
 ]

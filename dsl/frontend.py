@@ -372,6 +372,8 @@ class _Visitor:
 
     def stmt_If(self, node: ast.If, rest: list[ast.stmt] | None = None) -> None:
         cond = self.expr(node.test)
+        if isinstance(cond, (ViewArg, Pointer)) and self.src.triton:
+            cond = True  # a pointer argument given (None would be a constexpr None)
         if isinstance(cond, ViewArg):
             raise self.error(node.test, "a tensor argument is not a condition")
         if not _is_value(cond):  # constexpr: only the taken branch is compiled
@@ -668,7 +670,7 @@ class _Visitor:
                 return base.dims if attr == "shape" else _ViewStride(base)
             raise self.error(node, f"a tensor argument has no attribute '{attr}' (has .dtype, "
                                    ".shape, .stride(i))")
-        if inspect.ismodule(base) or isinstance(base, DType):
+        if inspect.ismodule(base) or isinstance(base, (DType, type)):
             if not hasattr(base, attr):
                 raise self.error(node, f"'{getattr(base, '__name__', base)}' has no attribute "
                                        f"'{attr}'")
@@ -734,6 +736,8 @@ class _Visitor:
         if isinstance(node.op, ast.UAdd):
             return x
         if isinstance(node.op, ast.Not):
+            if self.src.triton:  # Triton's logical not of a tensor
+                return sem.binary(self.b, "eq", x, 0)
             raise self.error(node, "'not' needs a constexpr; use ~ to invert a mask")
         return sem.unary(self.b, "neg" if isinstance(node.op, ast.USub) else "invert", x)
 
@@ -1155,8 +1159,10 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     ptrs.make_block_ptr(v.b, base, shape, strides, offsets, block_shape, order),
     "advance": lambda v, node, base, offsets: ptrs.advance(v.b, base, offsets),
     "where": lambda v, node, condition, x, y: sem.where(v.b, condition, x, y),
-    "maximum": _binary_builtin("maximum"),
-    "minimum": _binary_builtin("minimum"),
+    "maximum": lambda v, node, x, y, propagate_nan: sem.extremum(v.b, "maximum", x, y,
+                                                                 propagate_nan),
+    "minimum": lambda v, node, x, y, propagate_nan: sem.extremum(v.b, "minimum", x, y,
+                                                                 propagate_nan),
     "exp": _math("exp"), "log": _math("log"), "log1p": _math("log1p"), "abs": _math("abs"),
     "sigmoid": _math("sigmoid"), "sqrt": _math("sqrt"),
     "tanh": _math("tanh"), "exp2": _math("exp2"), "log2": _math("log2"),

@@ -29,6 +29,14 @@ class block_size(constexpr):  # noqa: N801
     on-chip buffer."""
 
 
+class PropagateNan:  # noqa: N801 - Triton's spelling
+    """``maximum``/``minimum``/``clamp``'s NaN policy: ``NONE`` ignores a NaN operand,
+    ``ALL`` propagates it."""
+
+    NONE = 0
+    ALL = 0xFFFF
+
+
 def _outside(name: str) -> RuntimeError:
     return RuntimeError(f"dsl.{name}() can only be used inside a @dsl.jit kernel")
 
@@ -122,14 +130,16 @@ def where(condition: Any, x: Any, y: Any) -> Any:
 
 
 @builtin
-def maximum(x: Any, y: Any) -> Any:
-    """Elementwise maximum (a NaN operand is ignored, IEEE maxNum)."""
+def maximum(x: Any, y: Any, propagate_nan: Any = None) -> Any:
+    """Elementwise maximum: a NaN operand is ignored (IEEE maxNum), or propagated with
+    ``propagate_nan=PropagateNan.ALL``."""
     raise _outside("maximum")
 
 
 @builtin
-def minimum(x: Any, y: Any) -> Any:
-    """Elementwise minimum (a NaN operand is ignored, IEEE minNum)."""
+def minimum(x: Any, y: Any, propagate_nan: Any = None) -> Any:
+    """Elementwise minimum: a NaN operand is ignored (IEEE minNum), or propagated with
+    ``propagate_nan=PropagateNan.ALL``."""
     raise _outside("minimum")
 
 

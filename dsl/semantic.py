@@ -304,6 +304,16 @@ def cdiv(b: Builder, x: Operand, div: Operand) -> Operand:
     return binary(b, "floordiv", top, div)
 
 
+def extremum(b: Builder, op: str, x: Operand, y: Operand, propagate_nan: Any) -> Value:
+    """``maximum``/``minimum``; with ``propagate_nan`` ALL (any non-zero policy) a NaN
+    operand gives NaN: ``where(x != x | y != y, x + y, maxNum(x, y))``."""
+    result = binary(b, op, x, y)
+    if not propagate_nan or not result.dtype.is_float:
+        return result
+    nan = binary(b, "or", binary(b, "ne", x, x), binary(b, "ne", y, y))
+    return where(b, nan, binary(b, "add", x, y), result)
+
+
 def where(b: Builder, cond: Operand, x: Operand, y: Operand) -> Value:
     """``where(cond, x, y)``: cond is int1; x and y promote like a binary op."""
     c = as_value(b, cond)

@@ -49,7 +49,8 @@ _DTYPES = {"fp16": dt.float16, "bf16": dt.bfloat16, "fp32": dt.float32, "fp64": 
 
 # Triton classes a kernel names: annotations and loop iterators.
 _CLASSES = {"constexpr": lang.constexpr, "range": lang.range, "static_range": lang.static_range,
-            "parallel": lang.range}
+            "parallel": lang.range, "PropagateNan": lang.PropagateNan,
+            "PROPAGATE_NAN": lang.PropagateNan}
 
 # Triton builtins whose DSL counterpart has another name.
 _RENAMED = {"sqrt_rn": "sqrt"}
@@ -172,6 +173,9 @@ class TritonKernel(JITFunction):
                 raise DSLLaunchError(f"{self.name}: conflicting meta-parameters {clash}: they "
                                      "are chosen by the autotune config")
             kwargs = {**kwargs, **{k: v for k, v in tuned.items() if k in names}}
+        # a launch argument wrapped in tl.constexpr(...) is its value
+        args = tuple(_unwrap_constexpr(a) for a in args)
+        kwargs = {k: _unwrap_constexpr(v) for k, v in kwargs.items()}
         arguments = super().signature_bind(args, kwargs)
         for values in self.heuristics:  # the outermost decorator runs first, as in Triton
             for name, rule in values.items():
@@ -194,6 +198,10 @@ class TritonKernel(JITFunction):
             ranked.append((self.configs[i], lowered.ub_measured_bytes,
                            f"{lowered.ub_measured_bytes} of {lowered.ub_capacity_bytes} B"))
         return sorted(ranked, key=lambda r: (r[1] is None, -(r[1] or 0)))
+
+
+def _unwrap_constexpr(value: Any) -> Any:
+    return value.value if type(value).__name__ == "constexpr" and _is_triton(value) else value
 
 
 def from_triton(kernel: Any, config: Any = 0) -> TritonKernel:
