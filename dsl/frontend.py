@@ -494,7 +494,12 @@ class _Visitor:
                                         "dsl.static_range() or dsl.tile_range()")
         assert isinstance(call, ast.Call)
         args = [self.expr(a) for a in call.args]
-        unknown = [k.arg for k in call.keywords if k.arg not in _LOOP_HINTS]
+        step = [k for k in call.keywords if k.arg == "step"]
+        if step and fn is not lang.tile_range:  # range(0, n, step=4), as Triton accepts it
+            if len(args) != 2:
+                raise self.error(call, "range(start, end, step=) needs start and end")
+            args.append(self.expr(step[0].value))
+        unknown = [k.arg for k in call.keywords if k.arg not in _LOOP_HINTS and k.arg != "step"]
         if unknown:
             raise self.error(call, f"loop ranges take positional bounds (and Triton's tuning "
                                    f"hints {', '.join(sorted(_LOOP_HINTS))}); got {unknown}")
