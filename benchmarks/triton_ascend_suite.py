@@ -77,6 +77,8 @@ _SHORT_SUMMARY = re.compile(r"^(?P<kind>FAILED|ERROR) (?P<node>\S+)(?: - (?P<rea
 _UNSUPPORTED_CLASS = re.compile(r"(?:^|\.)(?:DSL\w*|\w*Unsupported\w*)$")
 _UNSUPPORTED_TEXT = re.compile(r"unsupported|not supported|not implemented|missing feature|torch_npu shim:"
                                r"|No module named 'torch_npu", re.IGNORECASE)
+_MISSING_FEATURE = re.compile(r"\(missing feature: ([^()]*(?:\([^()]*\)[^()]*)*)\)")
+_LOCATION = re.compile(r"^\S+:\d+(?::\d+)?: (?:error: )?")
 _FAIL_TEXT = re.compile(r"Mismatched elements|Tensor-likes are not (?:close|equal)|Arrays are not")
 
 
@@ -108,6 +110,19 @@ def format_counts(counts: dict[str, int]) -> str:
 def _first_line(text: str, limit: int = 200) -> str:
     line = next((s.strip() for s in text.strip().splitlines() if s.strip()), "")
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def concise(reason: str) -> str:
+    """One short line for a failure: the missing feature a DSL error names, else
+    ``Class: message`` with the class's module and the message's source location dropped."""
+    feature = _MISSING_FEATURE.search(reason)
+    if feature:
+        return _first_line(feature.group(1))
+    cls, sep, message = reason.strip().partition(": ")
+    if sep and re.fullmatch(r"[\w.]+", cls):
+        cls = cls.rsplit(".", 1)[-1]
+    message = _LOCATION.sub("", message)
+    return _first_line(f"{cls}{sep}{message}")
 
 
 def kind_of(reason: str) -> str:
@@ -171,7 +186,7 @@ def _pick(reasons: Iterable[str]) -> tuple[str, str]:
     """The file's status and reason from its failures: unsupported > fail > error."""
     by_kind: dict[str, Counter[str]] = {"unsupported": Counter(), "fail": Counter(), "error": Counter()}
     for reason in reasons:
-        by_kind[kind_of(reason)][_first_line(reason)] += 1
+        by_kind[kind_of(reason)][concise(reason)] += 1
     for kind in ("unsupported", "fail", "error"):
         if by_kind[kind]:
             return kind, by_kind[kind].most_common(1)[0][0]
@@ -199,7 +214,7 @@ def classify(mode: str, returncode: int, output: str) -> tuple[str, str, dict[st
                 reasons.append(match.group("reason") or _last_e_line(lines) or match.group("node"))
     markers = _markers(lines)
     if markers:
-        return "unsupported", _first_line(Counter(markers).most_common(1)[0][0]), counts
+        return "unsupported", Counter(concise(m) for m in markers).most_common(1)[0][0], counts
     if not reasons:
         reasons = [last_exception(lines)]
     status, reason = _pick(reasons)
