@@ -22,6 +22,7 @@ import ast
 import builtins as pybuiltins
 import inspect
 import linecache
+import math
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -659,6 +660,10 @@ class _Visitor:
                 return sem.permute(self.b, base, tuple(reversed(range(base.rank))))
             if attr in _VALUE_METHODS:
                 return _Method(base, attr)
+            if self.src.triton and attr in ("logical_and", "logical_or"):
+                return _Method(base, attr)
+            if self.src.triton and attr == "numel":
+                return math.prod(base.shape)
             raise self.error(node, f"a tensor has no attribute '{attr}' (has .to, .dtype, "
                                    f".shape, .T, {', '.join('.' + m for m in _VALUE_METHODS)})")
         if isinstance(base, (Pointer, BlockPointer)):
@@ -834,6 +839,15 @@ class _Visitor:
                 raise self.error(node, f"{fn.view.name}.stride() takes one constexpr dimension "
                                        f"in [0, {len(fn.view.dim_strides)})")
             return fn.view.dim_strides[args[0]]
+        if isinstance(fn, _Method) and fn.name in ("logical_and", "logical_or"):
+            if len(args) != 1 or kwargs:
+                raise self.error(node, f"{fn.name}() takes one other tensor")
+            pair = [sem.binary(self.b, "ne", x, 0) for x in (fn.target, args[0])]
+            return sem.binary(self.b, "and" if fn.name == "logical_and" else "or", *pair)
+        if fn is lang.constexpr:  # tl.constexpr(value) inside a Triton kernel
+            if len(args) != 1 or kwargs or _is_value(args[0]):
+                raise self.error(node, "constexpr() wraps one compile-time value")
+            return args[0]
         if isinstance(fn, _Method):
             method = lang.cast if fn.name == "to" else getattr(lang, fn.name)
             return self.call_builtin(node, method, [fn.target, *args], kwargs)
@@ -990,12 +1004,15 @@ def _binary_builtin(name: str) -> Callable[..., Any]:
 
 def _reduce(name: str) -> Callable[..., Any]:
     def handler(v: _Visitor, node: ast.AST, input: Any, axis: Any, keep_dims: Any,
-                return_indices: Any = False, return_indices_tie_break_left: Any = True) -> Any:
+                return_indices: Any = False, return_indices_tie_break_left: Any = True,
+                propagate_nan: Any = None) -> Any:
         if axis is not None:
             axis = _const_int(v, node, axis, f"{name}() axis")
         if return_indices:
             return sem.arg_reduce(v.b, "argmax" if name == "max" else "argmin", input, axis,
                                   bool(return_indices_tie_break_left), bool(keep_dims))
+        if propagate_nan:
+            return sem.reduce_propagating_nan(v.b, name, input, axis, bool(keep_dims))
         return sem.reduce(v.b, name, input, axis, bool(keep_dims))
     return handler
 

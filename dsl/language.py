@@ -188,16 +188,20 @@ def sum(input: Any, axis: int | None = None, keep_dims: bool = False) -> Any:  #
 
 @builtin
 def max(input: Any, axis: int | None = None, return_indices: bool = False,  # noqa: A001,A002
-        return_indices_tie_break_left: bool = True, keep_dims: bool = False) -> Any:
-    """Maximum along ``axis`` (all axes when None; a NaN is ignored). With
+        return_indices_tie_break_left: bool = True, keep_dims: bool = False,
+        propagate_nan: Any = None) -> Any:
+    """Maximum along ``axis`` (all axes when None; a NaN is ignored unless
+    ``propagate_nan=PropagateNan.ALL``). With
     ``return_indices`` a (value, int32 index) pair, as ``argmax`` folds them."""
     raise _outside("max")
 
 
 @builtin
 def min(input: Any, axis: int | None = None, return_indices: bool = False,  # noqa: A001,A002
-        return_indices_tie_break_left: bool = True, keep_dims: bool = False) -> Any:
-    """Minimum along ``axis`` (all axes when None; a NaN is ignored). With
+        return_indices_tie_break_left: bool = True, keep_dims: bool = False,
+        propagate_nan: Any = None) -> Any:
+    """Minimum along ``axis`` (all axes when None; a NaN is ignored unless
+    ``propagate_nan=PropagateNan.ALL``). With
     ``return_indices`` a (value, int32 index) pair, as ``argmin`` folds them."""
     raise _outside("min")
 

@@ -242,6 +242,10 @@ def bitcast(b: Builder, v: Value, dtype: DType) -> Value:
 
 def binary(b: Builder, op: str, lhs: Operand, rhs: Operand) -> Value:
     """An elementwise binary op with promotion and broadcasting made explicit."""
+    if op == "floordiv" and b.triton_rules and (_operand_dtype(b, lhs, rhs).is_float or
+                                                _operand_dtype(b, rhs, lhs).is_float):
+        # Triton kernels floor-divide floats too: floor(a / b), as Python does
+        return unary(b, "floor", binary(b, "truediv", lhs, rhs))
     operand_dt, result_dt = binary_dtypes(b, op, lhs, rhs)
     lv = as_value(b, lhs, operand_dt)
     rv = as_value(b, rhs, operand_dt)
@@ -368,6 +372,17 @@ def program_index(b: Builder, kind: str, axis: int) -> Value:
     if axis not in (0, 1, 2):
         raise b.error(f"{kind}() axis must be 0, 1 or 2, got {axis!r}")
     return b.emit(kind, [], [Type(dt.int32)], attrs={"axis": axis}).result
+
+
+def reduce_propagating_nan(b: Builder, combine: str, x: Operand, axis: int | None,
+                           keep_dims: bool) -> Value:
+    """``max``/``min`` with ``propagate_nan=ALL``: NaN where the reduced slice has one."""
+    v = as_value(b, x)
+    result = reduce(b, combine, v, axis, keep_dims)
+    if not v.dtype.is_float:
+        return result
+    has_nan = reduce(b, "max", cast(b, binary(b, "ne", v, v), dt.int32), axis, keep_dims)
+    return where(b, binary(b, "ne", has_nan, 0), float("nan"), result)
 
 
 def reduce(b: Builder, combine: str, x: Operand, axis: int | None, keep_dims: bool) -> Value:
@@ -714,8 +729,6 @@ def gather(b: Builder, src: Operand, index: Operand, axis: Any) -> Value:
 def sort(b: Builder, x: Operand, dim: Any, descending: Any) -> Value:
     """``tl.sort``: ``x`` sorted along ``dim`` (the last by default)."""
     v = _block(b, x, "sort")
-    if v.dtype.is_bool:
-        raise b.error("sort() of an int1 block is not supported")
     ax = _one_axis(b, "sort", v, -1 if dim is None else dim)
     return b.emit("sort", [v], [v.type], attrs={"axis": ax,
                                                 "descending": bool(descending)}).result
@@ -771,7 +784,7 @@ def dot(b: Builder, x: Operand, y: Operand, acc: Operand | None, input_precision
         raise b.error(f"dot() multiplies 2-D blocks, got {list(xv.shape)} and {list(yv.shape)}")
     if xv.shape[1] != yv.shape[0]:
         raise b.error(f"dot() inner dimensions differ: {list(xv.shape)} @ {list(yv.shape)}")
-    if min(xv.shape + yv.shape) < MIN_DOT_SIZE:
+    if min(xv.shape + yv.shape) < MIN_DOT_SIZE and not b.triton_rules:  # triton-ascend: any
         raise b.error(f"dot() needs M, N and K of at least {MIN_DOT_SIZE} (Triton's bound), "
                       f"got {list(xv.shape)} @ {list(yv.shape)}")
     for v in (xv, yv):

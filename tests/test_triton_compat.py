@@ -327,3 +327,27 @@ def test_triton_idioms_propagate_nan_pointer_truth_not_and_constexpr_arguments()
     out2 = np.zeros(4, np.float32)
     dsl.from_triton(triton_idioms)(x, None, out2, flags, 4, SCALE=2)
     np.testing.assert_array_equal(out2, both)
+
+
+@triton.jit
+def more_idioms(x_ptr, y_ptr, out_ptr, red_ptr, flags_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    x = tl.load(x_ptr + i)
+    y = tl.load(y_ptr + i)
+    tl.store(out_ptr + i, x // y)  # floor division of floats
+    tl.store(red_ptr, tl.max(x, axis=0, propagate_nan=tl.PropagateNan.ALL))
+    tl.store(red_ptr + 1, tl.max(x, axis=0) * tl.constexpr(1.0))
+    both = (x > 0).logical_and(y > 0).logical_or(x.numel == 0)
+    tl.store(flags_ptr + i, both.to(tl.int8))
+    tl.store(flags_ptr + N + i, tl.sort(x > 1).to(tl.int8))
+
+
+def test_float_floordiv_nan_propagating_max_logical_methods_and_bool_sort():
+    x = np.array([3.5, -2.0, np.nan, 7.0], np.float32)
+    y = np.array([2.0, 0.5, 1.0, -3.0], np.float32)
+    out, red, flags = np.zeros(4, np.float32), np.zeros(2, np.float32), np.zeros(8, np.int8)
+    dsl.from_triton(more_idioms)(x, y, out, red, flags, N=4)
+    np.testing.assert_array_equal(out, np.floor(x / y))
+    assert np.isnan(red[0]) and red[1] == 7.0
+    np.testing.assert_array_equal(flags[:4], ((x > 0) & (y > 0)).astype(np.int8))
+    np.testing.assert_array_equal(flags[4:], np.sort(x > 1).astype(np.int8))
