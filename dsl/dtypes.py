@@ -70,6 +70,28 @@ class DType:
     def is_floating(self) -> bool:
         return self.is_float
 
+    def is_int_signed(self) -> bool:
+        return self.kind == "int" and self.signed
+
+    def is_int_unsigned(self) -> bool:
+        return self.is_unsigned
+
+    def is_fp16(self) -> bool:
+        return self.name == "float16"
+
+    def is_bf16(self) -> bool:
+        return self.name == "bfloat16"
+
+    def is_fp32(self) -> bool:
+        return self.name == "float32"
+
+    def is_fp64(self) -> bool:
+        return self.name == "float64"
+
+    @property
+    def primitive_bitwidth(self) -> int:
+        return self.bits
+
     @property
     def element_ty(self) -> DType:
         """The element type: Triton kernels read ``x_ptr.dtype.element_ty``, and a

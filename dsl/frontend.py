@@ -859,6 +859,8 @@ class _Visitor:
             return self.inline_call(node, fn, args, kwargs)
         if isinstance(fn, Unsupported):
             raise self.error(node, fn.message())
+        if inspect.ismethod(fn) and isinstance(fn.__self__, DType):  # x.dtype.is_floating()
+            return fn(*args, **kwargs)
         if getattr(fn, "__dsl_constexpr_fn__", False):
             if any(_is_value(a) for a in args) or any(_is_value(a) for a in kwargs.values()):
                 raise self.error(node, f"{fn.__name__}() takes constexpr arguments only")
