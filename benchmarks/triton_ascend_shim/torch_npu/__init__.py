@@ -269,6 +269,7 @@ def _build_npu_module() -> types.ModuleType:
 # --- torch_npu.npu_* ----------------------------------------------------------------
 
 _LAYOUTS = ("BNSD", "BSND", "BSH", "SBH")
+_SCORE_ELEMENTS = 1 << 22  # attention scores computed at once (16 MiB of float32)
 
 
 def _to_bnsd(x: torch.Tensor, layout: str, heads: int) -> torch.Tensor:
@@ -335,22 +336,29 @@ def npu_fusion_attention(
     if k.shape[1] != q.shape[1]:
         group = q.shape[1] // k.shape[1]
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-    scores = torch.matmul(q, k.transpose(-1, -2)) * scale
-    sq, skv = scores.shape[-2], scores.shape[-1]
-    masked = torch.zeros((sq, skv), dtype=torch.bool)
+    (b, n, sq, d), skv = q.shape, k.shape[-2]
     rows = torch.arange(sq)[:, None]
     cols = torch.arange(skv)[None, :]
-    masked |= (cols - rows) > next_tockens
-    masked |= (rows - cols) > pre_tockens
-    if atten_mask is not None:
-        masked = masked | atten_mask.to(torch.bool)
-    scores = scores.masked_fill(masked, float("-inf"))
-    row_max = scores.amax(dim=-1, keepdim=True)
-    probs = torch.exp(scores - row_max)
-    row_sum = probs.sum(dim=-1, keepdim=True)
-    out = torch.matmul(probs / row_sum, v).to(query.dtype)
-    softmax_max = row_max.expand(*row_max.shape[:-1], 8).contiguous()
-    softmax_sum = row_sum.expand(*row_sum.shape[:-1], 8).contiguous()
+    band = ((cols - rows) > next_tockens) | ((rows - cols) > pre_tockens)
+    mask = None if atten_mask is None else torch.broadcast_to(atten_mask.to(torch.bool), (b, n, sq, skv))
+    out = torch.empty((b, n, sq, d), dtype=torch.float32)
+    row_max = torch.empty((b, n, sq, 1), dtype=torch.float32)
+    row_sum = torch.empty((b, n, sq, 1), dtype=torch.float32)
+    chunk = max(1, _SCORE_ELEMENTS // skv)  # query rows per step: bounded memory at any size
+    for i, h in ((i, h) for i in range(b) for h in range(n)):
+        for start in range(0, sq, chunk):
+            stop = min(start + chunk, sq)
+            masked = band[start:stop] if mask is None else band[start:stop] | mask[i, h, start:stop]
+            scores = torch.matmul(q[i, h, start:stop], k[i, h].transpose(0, 1)) * scale
+            scores = scores.masked_fill(masked, float("-inf"))
+            peak = scores.amax(dim=-1, keepdim=True)
+            probs = torch.exp(scores - peak)
+            total = probs.sum(dim=-1, keepdim=True)
+            out[i, h, start:stop] = torch.matmul(probs / total, v[i, h])
+            row_max[i, h, start:stop], row_sum[i, h, start:stop] = peak, total
+    softmax_max = row_max.expand(b, n, sq, 8).contiguous()
+    softmax_sum = row_sum.expand(b, n, sq, 8).contiguous()
+    out = out.to(query.dtype)
     return _from_bnsd(out, input_layout), softmax_max, softmax_sum, torch.empty(0), 0, 0, 0
 
 
