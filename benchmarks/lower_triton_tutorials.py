@@ -41,7 +41,15 @@ def launch_then_lower(self, args, kwargs, grid, *rest, **more):
     seen.add(self.name)
     row = {"kernel": self.name}
     try:
-        lowered = self.lower(*args, target="Ascend910B4", **kwargs)
+        if len(self.configs) > 1:  # autotuned: every config, the best fit first
+            ranked = self.rank_configs(*args, target="Ascend910B4", **kwargs)
+            row["configs"] = [[getattr(c, "kwargs", c), ub, note] for c, ub, note in ranked]
+            best = ranked[0][0]
+            lowered = self.with_config(self.configs.index(best)).lower(
+                *args, target="Ascend910B4", **kwargs)
+            row["config"] = str(getattr(best, "kwargs", best))
+        else:
+            lowered = self.lower(*args, target="Ascend910B4", **kwargs)
         row.update(ub=lowered.ub_measured_bytes, capacity=lowered.ub_capacity_bytes,
                    hivm_lines=lowered.hivm.count("\n"), report=lowered.ub_report.splitlines()[:3]
                    if isinstance(lowered.ub_report, str) else None)
@@ -102,7 +110,10 @@ def main() -> int:
                     every_fits &= fits
                     print(f"{tutorial.name:34} {row['kernel']:28} HIVM {row['hivm_lines']:5} lines, "
                           f"UB {row['ub']:7} of {row['capacity']} B "
-                          f"{'fits' if fits else 'OVERFLOWS'}")
+                          f"{'fits' if fits else 'OVERFLOWS'}"
+                          + (f" with config {row['config']}" if "config" in row else ""))
+                    for config, _ub, note in row.get("configs", []):
+                        print(f"{'':34}   autotune config {config}: {note}")
     print("every kernel lowered within UB" if every_fits else "some kernel did not lower or fit")
     return 0 if every_fits else 1
 
