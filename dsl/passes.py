@@ -350,7 +350,9 @@ def simplify_indices(fn: Function) -> None:
             for region in op.regions:
                 visit(region)
             if op.defn.index_roles is not None and "offset" in op.defn.signature.roles:
-                for role in ("index", "offset"):
+                # (a pointer's offsets are the kernel author's own expression, kept as
+                # written: Triton compiles them so, and sympy would only cost time)
+                for role in ("index", "offset") if not op.attrs.get("pointer") else ():
                     i += _simplify_operand(block, op, role, ranges)
                 _drop_true_mask(op, ranges)
             i += 1
