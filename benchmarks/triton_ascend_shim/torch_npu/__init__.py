@@ -293,6 +293,7 @@ def _from_bnsd(x: torch.Tensor, layout: str) -> torch.Tensor:
     return x.transpose(0, 1) if layout == "SBH" else x
 
 
+@torch.no_grad()
 def npu_fusion_attention(
     query: torch.Tensor,
     key: torch.Tensor,
@@ -319,7 +320,8 @@ def npu_fusion_attention(
     Returns ``(attention_out, softmax_max, softmax_sum, softmax_out, seed, offset,
     numels)`` like torch_npu; max and sum are per query row, repeated 8 times.
     Dropout, ``pse``, padding masks, variable sequence lengths and sparse modes other
-    than 0 have no CPU implementation here.
+    than 0 have no CPU implementation here, and no gradient flows back (a reference:
+    recording the blockwise computation for autograd would keep every block alive).
     """
     if input_layout not in _LAYOUTS:
         raise _unsupported(f"npu_fusion_attention(input_layout={input_layout!r})")
