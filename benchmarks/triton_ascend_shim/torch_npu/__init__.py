@@ -3,8 +3,8 @@ tutorials and unit tests on a machine without an NPU (benchmarks/triton_ascend_s
 
 It owns three things, all installed on import (idempotent):
 
-* ``torch.npu`` (also ``torch_npu.npu``): the device-module API the peer tests and
-  triton-ascend's Python code call -- device count/selection, synchronize, seeding,
+* ``torch.npu`` (also ``torch_npu.npu``): the device-module API triton-ascend's tests,
+  tutorials and Python code call -- device count/selection, synchronize, seeding,
   wall-clock ``Event``s, no-op ``Stream``s, device name/properties of an Ascend910B4,
   memory statistics (all zero) and ``matmul.allow_hf32``.
 * The device mapping: ``npu`` becomes PyTorch's renamed PrivateUse1 backend, so
@@ -12,11 +12,13 @@ It owns three things, all installed on import (idempotent):
   ``device=`` keyword naming the NPU (``"npu"``, ``"npu:0"``, ``torch.device("npu")``,
   a bare device index) and the device argument of ``Tensor.to(...)`` to the CPU.
   ``Tensor.npu()`` and ``Module.npu()`` return their receiver.
-* ``torch_npu.npu_*`` functions with an obvious CPU meaning (``npu_fusion_attention``).
+* ``torch_npu.npu_*`` functions with an obvious CPU meaning: ``npu_fusion_attention``
+  (forward only, as a reference).
 
-Limitations: tensors really live on the CPU, so ``t.device`` is ``cpu`` and
-``t.device.type == "npu"`` is false; the function mode is thread-local (threads started
-later do not map ``device="npu"``); memory statistics are zero. Anything else
+Limitations: tensors really live on the CPU, so ``t.device`` is ``cpu``,
+``t.device.type == "npu"`` is false and there is no ``Tensor.is_npu`` (a test that
+expects CPU tensors to be refused cannot pass); the function mode is thread-local
+(threads started later do not map ``device="npu"``); memory statistics are zero. Anything else
 (``torch_npu.profiler``, ``torch_npu._inductor``, other ``npu_*`` kernels) raises an
 ``AttributeError`` whose message starts with ``torch_npu shim:``, which the suite
 reports as unsupported.
@@ -67,7 +69,9 @@ def _is_npu(device: Any) -> bool:
 class NpuToCpuMode(TorchFunctionMode):
     """Rewrites NPU device arguments of every torch call to the CPU."""
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         if kwargs and "device" in kwargs and _is_npu(kwargs["device"]):
             kwargs = {**kwargs, "device": _CPU}
         if func is torch.Tensor.to and len(args) > 1 and _is_npu(args[1]):
@@ -186,7 +190,7 @@ def _build_npu_module() -> types.ModuleType:
         _state["device"] = _check_device(device)
 
     @contextmanager
-    def device(device: Any) -> Iterator[None]:  # noqa: ARG001
+    def device(device: Any) -> Iterator[None]:
         _check_device(device)
         yield
 
