@@ -20,8 +20,7 @@ _TRIGGER = "triton.runtime.autotuner"  # imported by `import triton`, after trit
 
 
 def requested() -> bool:
-    """True when the environment asks for the switch (``dsl.Options.triton_interpret``
-    reads the same variable the same way)."""
+    """True when the environment asks for the switch."""
     value = os.environ.get("DSL_TRITON_INTERPRET", "").strip().lower()
     return value not in ("", "0", "false", "no", "off")
 

@@ -21,9 +21,9 @@ Environment variables (all optional):
   programs; 0 or unset means one per core, at most 8; 1 runs on the calling thread.
 - ``DSL_LLVM_ROOT``: the MLIR/LLVM 19 installation compiled-CPU mode uses; default
   ``/usr/lib/llvm-19``.
-- ``DSL_TRITON_INTERPRET=1``: Triton kernels launched on CPU tensors run in this
-  project's interpreter (``dsl.triton_compat``; read at start-up by the
-  ``ascend_dsl_triton.pth`` hook, which only checks that the variable is set).
+- ``DSL_TRITON_INTERPRET=1`` is not an option of this record: it is read once at
+  start-up by ``ascend_dsl_startup`` (run by ``ascend_dsl_triton.pth``), which must
+  not import the package; see ``dsl.triton_compat``.
 - ``DSL_RACE_CHECK``: the interpreter's race detector. ``fast`` (the default):
   no two programs (or lanes of one block) store to one element in one store op.
   ``full``: also across store ops and loads, over the whole launch -- an element
@@ -71,7 +71,6 @@ class Options:
     interpreter_threads: int = 0  # 0: one per core, at most MAX_DEFAULT_WORKERS
     llvm_root: Path = DEFAULT_LLVM_ROOT
     race_check: str = "fast"  # "fast", "full" or "off" (see the module doc)
-    triton_interpret: bool = False  # DSL_TRITON_INTERPRET
 
     def __post_init__(self) -> None:
         if not isinstance(self.backend, str) or not self.backend:
@@ -104,8 +103,7 @@ class Options:
                    cache_dir=Path(cache) if cache else None,
                    interpreter_threads=thread_count,
                    llvm_root=Path(env.get("DSL_LLVM_ROOT") or DEFAULT_LLVM_ROOT),
-                   race_check=_race_mode(env.get("DSL_RACE_CHECK", "")),
-                   triton_interpret=_flag(env.get("DSL_TRITON_INTERPRET")))
+                   race_check=_race_mode(env.get("DSL_RACE_CHECK", "")))
 
     def replace(self, **changes: Any) -> Options:
         """A copy with ``changes`` applied (validated like a new record)."""
