@@ -351,3 +351,43 @@ def test_float_floordiv_nan_propagating_max_logical_methods_and_bool_sort():
     assert np.isnan(red[0]) and red[1] == 7.0
     np.testing.assert_array_equal(flags[:4], ((x > 0) & (y > 0)).astype(np.int8))
     np.testing.assert_array_equal(flags[4:], np.sort(x > 1).astype(np.int8))
+
+
+@dsl.jit
+def slice_ops(x_ptr, out_ptr, BLOCK: dsl.constexpr, SUB: dsl.constexpr):
+    i = dsl.arange(0, BLOCK)
+    x = dsl.load(x_ptr + i[:, None] * BLOCK + i[None, :])
+    acc = dsl.zeros((BLOCK, BLOCK), dsl.float32)
+    for s in range(0, BLOCK // SUB):
+        part = dsl.extract_slice(x, (s * SUB, 0), (SUB, BLOCK), (1, 1))
+        acc = dsl.insert_slice(acc, part * 2.0 + dsl.get_element(x, (s, 1)), (s * SUB, 0),
+                               (SUB, BLOCK), (1, 1))
+    dsl.store(out_ptr + i[:, None] * BLOCK + i[None, :], acc)
+
+
+@dsl.jit
+def gather_sort(x_ptr, idx_ptr, out_ptr, srt_ptr, N: dsl.constexpr):
+    i = dsl.arange(0, N)
+    x = dsl.load(x_ptr + i[:, None] * N + i[None, :])
+    idx = dsl.load(idx_ptr + i[:, None] * N + i[None, :])
+    dsl.store(out_ptr + i[:, None] * N + i[None, :], dsl.gather(x, idx, 1))
+    dsl.store(srt_ptr + i[:, None] * N + i[None, :], dsl.sort(x, descending=True))
+
+
+def test_slice_ops_compiled_cpu_bit_exact_and_gather_sort_refused(cpu_toolchain):
+    x = np.random.rand(16, 16).astype(np.float32)
+    differential(slice_ops, (x, np.zeros_like(x)), {"BLOCK": 16, "SUB": 4}, grid=(1,))
+    idx = np.random.randint(0, 16, (16, 16)).astype(np.int32)
+    with pytest.raises(cpu_toolchain.CompiledCPUError, match="triton_gather, triton_sort"):
+        differential(gather_sort, (x, idx, np.zeros_like(x), np.zeros_like(x)), {"N": 16},
+                     grid=(1,))
+
+
+@pytest.mark.parametrize("kernel, args, kwargs", [
+    (slice_ops, ("float32", "float32"), {"BLOCK": 64, "SUB": 16}),
+    (gather_sort, ("float32", "int32", "float32", "float32"), {"N": 32}),
+], ids=["slices", "gather-sort"])
+def test_extension_ops_lower_to_hivm_within_ub(toolchain, kernel, args, kwargs):
+    lowered = kernel.lower(*[dsl.tensor_spec(a) for a in args], target="Ascend910B4", **kwargs)
+    assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
+    assert "tl.extract_slice(" in lowered.triton or "tl.gather(" in lowered.triton
