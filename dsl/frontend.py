@@ -746,8 +746,8 @@ class _Visitor:
         if isinstance(node.op, ast.UAdd):
             return x
         if isinstance(node.op, ast.Not):
-            if self.src.triton:  # Triton's logical not of a tensor
-                return sem.binary(self.b, "eq", x, 0)
+            if self.src.triton:  # Triton's tensor.__not__ is ~ (bitwise; logical on int1)
+                return sem.unary(self.b, "invert", x)
             raise self.error(node, "'not' needs a constexpr; use ~ to invert a mask")
         return sem.unary(self.b, "neg" if isinstance(node.op, ast.USub) else "invert", x)
 

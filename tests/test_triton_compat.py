@@ -311,19 +311,21 @@ def triton_idioms(x_ptr, opt_ptr, out_ptr, flag_out_ptr, N: tl.constexpr, SCALE:
     if opt_ptr:  # a pointer argument given: true (None would be a constexpr None)
         both += tl.load(opt_ptr + i)
     tl.store(out_ptr + i, both)
-    tl.store(flag_out_ptr + i, (not (x > 0.5)).to(tl.int8))  # Triton's logical not
+    tl.store(flag_out_ptr + i, (not (x > 0.5)).to(tl.int8))  # Triton's not: ~ on int1
+    tl.store(flag_out_ptr + N + i, (not x.to(tl.int8)))  # and bitwise on integers
 
 
 def test_triton_idioms_propagate_nan_pointer_truth_not_and_constexpr_arguments():
     x = np.array([0.2, np.nan, 0.9, 0.4, 0.1, 0.3, np.nan, 0.8], np.float32)
     opt = np.ones(4, np.float32)
-    out, flags = np.zeros(4, np.float32), np.zeros(4, np.int8)
+    out, flags = np.zeros(4, np.float32), np.zeros(8, np.int8)
     dsl.from_triton(triton_idioms)(x, opt, out, flags, tl.constexpr(4), SCALE=tl.constexpr(2))
     a, b = x[:4], x[4:]
     both = np.where(np.isnan(a) | np.isnan(b), np.float32(np.nan), np.maximum(a, b)) * 2
     expected = both + np.float32(1)  # float32 arithmetic, as the kernel's
     np.testing.assert_array_equal(out, expected)
-    np.testing.assert_array_equal(flags, (~(a > 0.5)).astype(np.int8))
+    np.testing.assert_array_equal(flags[:4], (~(a > 0.5)).astype(np.int8))
+    np.testing.assert_array_equal(flags[4:], ~np.nan_to_num(a).astype(np.int8))
     out2 = np.zeros(4, np.float32)
     dsl.from_triton(triton_idioms)(x, None, out2, flags, 4, SCALE=2)
     np.testing.assert_array_equal(out2, both)
