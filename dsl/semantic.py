@@ -333,6 +333,11 @@ def where(b: Builder, cond: Operand, x: Operand, y: Operand) -> Value:
     return b.emit("where", [c, xv, yv], [Type(operand_dt, shape)]).result
 
 
+# Triton's bound on a block's elements (triton.language.TRITON_MAX_TENSOR_NUMEL), enforced
+# for kernels written against Triton.
+TRITON_MAX_TENSOR_NUMEL = 1 << 20
+
+
 def arange(b: Builder, start: int, end: int) -> Value:
     """int32 block ``[start, end)``; the length must be a power of two (as in Triton;
     any positive length in a kernel written against triton-ascend)."""
@@ -341,6 +346,9 @@ def arange(b: Builder, start: int, end: int) -> Value:
     n = end - start
     if n <= 0 or (not b.triton_rules and n & (n - 1)):
         raise b.error(f"arange() length must be a positive power of two, got {n}")
+    if b.triton_rules and n > TRITON_MAX_TENSOR_NUMEL:
+        raise b.error(f"arange() length {n} exceeds Triton's limit of "
+                      f"{TRITON_MAX_TENSOR_NUMEL} elements per block")
     return b.emit("arange", [], [Type(dt.int32, (n,))], attrs={"start": start, "end": end}).result
 
 
@@ -352,6 +360,9 @@ def check_block_shape(b: Builder, shape: Any) -> tuple[int, ...]:
     for s in shape:
         if s <= 0 or (not b.triton_rules and s & (s - 1)):
             raise b.error(f"block dimensions must be positive powers of two, got {list(shape)}")
+    if b.triton_rules and _numel(tuple(shape)) > TRITON_MAX_TENSOR_NUMEL:
+        raise b.error(f"a block of shape {list(shape)} exceeds Triton's limit of "
+                      f"{TRITON_MAX_TENSOR_NUMEL} elements")
     return tuple(shape)
 
 

@@ -393,3 +393,13 @@ def test_extension_ops_lower_to_hivm_within_ub(toolchain, kernel, args, kwargs):
     lowered = kernel.lower(*[dsl.tensor_spec(a) for a in args], target="Ascend910B4", **kwargs)
     assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
     assert "tl.extract_slice(" in lowered.triton or "tl.gather(" in lowered.triton
+
+
+@triton.jit
+def huge_arange(out_ptr, N: tl.constexpr):
+    tl.store(out_ptr + tl.arange(0, N), 1)
+
+
+def test_blocks_above_tritons_element_limit_are_refused():
+    with pytest.raises(dsl.DSLCompileError, match="exceeds Triton's limit of 1048576"):
+        dsl.from_triton(huge_arange)(np.zeros(1 << 21, np.int32), N=1 << 21)
