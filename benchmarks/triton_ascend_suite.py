@@ -24,7 +24,7 @@ Each file gets one status:
   starting with ``DSL`` or containing ``Unsupported``, a message saying "unsupported",
   "not supported", "not implemented" or "missing feature", or a torch_npu shim gap;
 * ``fail (<first line>)``: assertion or mismatch failures (``AssertionError``,
-  ``torch.testing.assert_close``);
+  ``torch.testing.assert_close``, pytest's ``Failed`` such as "DID NOT RAISE");
 * ``error (<first line>)``: any other exception, a crash, or no tests collected;
 * ``timeout``: still running after the per-file limit.
 
@@ -131,7 +131,9 @@ def kind_of(reason: str) -> str:
     cls = match.group(1) if match else ""
     if _UNSUPPORTED_CLASS.search(cls) or _UNSUPPORTED_TEXT.search(reason):
         return "unsupported"
-    if cls.endswith("AssertionError") or reason.startswith("assert ") or _FAIL_TEXT.search(reason):
+    if cls.endswith(("AssertionError", "Failed")) or reason.startswith("assert "):
+        return "fail"
+    if _FAIL_TEXT.search(reason):
         return "fail"
     return "error"
 
@@ -364,7 +366,7 @@ def print_totals(results: list[FileResult]) -> None:
     if tests:
         ran = sum(tests[k] for k in ("passed", "failed", "errors"))
         share = f" ({100.0 * tests['passed'] / ran:.0f}% of those that ran)" if ran else ""
-        print(f"unit tests: {format_counts(dict(tests.most_common()))}{share}")
+        print(f"tests in pytest files: {format_counts(dict(tests.most_common()))}{share}")
     reasons = Counter(
         f"{r.status}: {r.reason}" for r in results if r.status not in ("pass", "timeout") and r.reason
     )
