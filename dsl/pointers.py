@@ -28,7 +28,7 @@ from typing import Any
 from dsl import dtypes as dt
 from dsl import semantic as sem
 from dsl.ir import Value
-from dsl.semantic import Address, Builder, Operand, ViewArg
+from dsl.semantic import Address, Builder, Operand, ViewArg, as_tuple
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,7 @@ class BlockPointer:
 
 
 def _operands(b: Builder, values: Any, what: str, rank: int | None) -> tuple[Operand, ...]:
-    items = tuple(values) if isinstance(values, (tuple, list)) else (values,)
+    items = as_tuple(values)
     for x in items:
         if isinstance(x, Value):
             if not x.dtype.is_int or x.dtype.is_bool or x.shape:
@@ -165,13 +165,13 @@ def make_block_ptr(b: Builder, base: Pointer | ViewArg, shape: Any, strides: Any
     ``strides`` at base, starting at ``offsets``."""
     if not isinstance(base, (Pointer, ViewArg)) or (isinstance(base, Pointer) and base.shape):
         raise b.error("make_block_ptr() base must be a tensor argument or a scalar pointer")
-    blocks = tuple(block_shape) if isinstance(block_shape, (tuple, list)) else (block_shape,)
+    blocks = as_tuple(block_shape)
     if not blocks or any(isinstance(n, bool) or not isinstance(n, int) or n <= 0
                          for n in blocks):
         raise b.error(f"make_block_ptr() block_shape must be positive constexpr integers, "
                       f"got {blocks!r}")
     rank = len(blocks)
-    orders = tuple(order) if isinstance(order, (tuple, list)) else (order,)
+    orders = as_tuple(order)
     if sorted(orders) != list(range(rank)):
         raise b.error(f"make_block_ptr() order must be a permutation of 0..{rank - 1}, "
                       f"got {orders!r}")
@@ -197,7 +197,7 @@ def _add(b: Builder, x: Operand, y: Operand) -> Operand:
 
 
 def _check_dims(b: Builder, dims: Any, rank: int, what: str) -> tuple[int, ...]:
-    items = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    items = as_tuple(dims)
     if any(isinstance(d, bool) or not isinstance(d, int) or not 0 <= d < rank for d in items):
         raise b.error(f"{what} must name dimensions in [0, {rank}), got {dims!r}")
     return items

@@ -669,11 +669,15 @@ def flip(b: Builder, x: Operand, dim: int | None) -> Value:
     return b.emit("flip", [v], [v.type], attrs={"axis": axis % v.rank}).result
 
 
+def as_tuple(x: Any) -> tuple[Any, ...]:
+    """A builtin's per-dimension argument as a tuple: a tuple or list as given, a
+    single value as a 1-tuple (Triton accepts both)."""
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
 def _slice_args(b: Builder, what: str, rank: int, offsets: Any, sizes: Any, strides: Any
                 ) -> tuple[list[Value], tuple[int, ...], tuple[int, ...]]:
-    def items(x: Any) -> tuple[Any, ...]:
-        return tuple(x) if isinstance(x, (tuple, list)) else (x,)
-    offs, sz, st = items(offsets), items(sizes), items(strides)
+    offs, sz, st = as_tuple(offsets), as_tuple(sizes), as_tuple(strides)
     if not len(offs) == len(sz) == len(st) == rank:
         raise b.error(f"{what}() needs one offset, size and stride per dimension of a "
                       f"{rank}-d block, got {len(offs)}, {len(sz)} and {len(st)}")
@@ -718,8 +722,7 @@ def insert_slice(b: Builder, full: Operand, sub: Operand, offsets: Any, sizes: A
 def get_element(b: Builder, x: Operand, indices: Any) -> Value:
     """triton-ascend's ``get_element``: the one element of ``x`` at ``indices``."""
     v = _block(b, x, "get_element")
-    idx = tuple(indices) if isinstance(indices, (tuple, list)) else (indices,)
-    one = extract_slice(b, v, idx, (1,) * v.rank, (1,) * v.rank)
+    one = extract_slice(b, v, as_tuple(indices), (1,) * v.rank, (1,) * v.rank)
     return reduce(b, "max", one, None, False)  # the max of one element is that element
 
 
