@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-SHIM = ROOT / "benchmarks" / "triton_ascend_shim"
+from triton_ascend_suite import child_env, git_commit, run_child  # (benchmarks/ is the script's folder)
+
 TUTORIALS = Path("third_party/ascend/tutorials")
 MARK = "LOWERED "
 
@@ -65,20 +63,11 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 
 def lower_tutorial(path: Path, timeout: float) -> tuple[list[dict], str]:
     """(one row per kernel, the tail of the child's output on failure)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(SHIM), str(ROOT), os.environ.get("PYTHONPATH", "")]), "DSL_SUITE_RUNNER": "dsl",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        # a MemoryError in the tutorial's own largest cases, not the machine's OOM killer
-        "DSL_SUITE_MEMORY_LIMIT": str(12 << 30)}
-    env.pop("TRITON_INTERPRET", None)
-    try:
-        result = subprocess.run([sys.executable, "-c", CHILD, str(path)], env=env,
-                                capture_output=True, text=True, timeout=timeout,
-                                cwd=os.environ.get("TMPDIR", "/tmp"))
-        output = result.stdout + result.stderr
-    except subprocess.TimeoutExpired as exc:
-        output = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else \
-            (exc.stdout or "")
+    # the suite's child set-up: the shim, runner dsl, and a heap cap (a MemoryError in
+    # the tutorial's own largest cases, not the machine's OOM killer)
+    env = child_env("dsl", memory_gib=12)
+    code, output, _ = run_child([sys.executable, "-c", CHILD, str(path)], env, timeout)
+    if code is None:
         output += "\n(timed out)"
     rows = [json.loads(line[len(MARK):]) for line in output.splitlines() if line.startswith(MARK)]
     return rows, "\n".join(output.strip().splitlines()[-3:])
@@ -91,9 +80,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=1800)
     args = parser.parse_args()
     root = args.path.resolve()
-    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                            text=True).stdout.strip() or "unknown"
-    print(f"triton-ascend {root} @ {commit}; target Ascend910B4")
+    print(f"triton-ascend {root} @ {git_commit(root)}; target Ascend910B4")
     every_fits = True
     for prefix in args.tutorials.split(","):
         for tutorial in sorted((root / TUTORIALS).glob(f"{prefix.strip()}*.py")):
