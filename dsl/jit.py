@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -44,6 +44,14 @@ from dsl.frontend import (
     build_ir,
 )
 from dsl.ir import Function, Param
+from dsl.launch_cache import (
+    RECIPES_PER_KERNEL,
+    CallShape,
+    LaunchRecipe,
+    build_recipe,
+    call_key,
+    call_shape,
+)
 from dsl.options import Options
 from dsl.passes import optimize
 from dsl.targets import DEFAULT_PROGRAMS, get_target
@@ -59,9 +67,9 @@ from dsl.views import (
 Grid = int | Sequence[int] | Callable[[dict[str, Any]], Sequence[int]]
 
 
-@dataclass(frozen=True)
-class BoundTensor:
-    """A tensor argument ready for a backend."""
+class BoundTensor(NamedTuple):
+    """A tensor argument ready for a backend (a named tuple: one is built per tensor
+    per launch, on the hot path)."""
 
     name: str
     view: TensorView
@@ -140,6 +148,8 @@ class JITFunction(InlinableKernel):
         self.source = source or KernelSource.parse(fn)
         self.source_text = inspect.getsource(fn)
         self._cache: dict[tuple, Function] = {}
+        self._recipes: dict[tuple, LaunchRecipe] = {}  # dsl.launch_cache
+        self._call_shapes: dict[tuple, CallShape | None] = {}
         functools.update_wrapper(self, fn)
 
     @property
@@ -294,16 +304,29 @@ class JITFunction(InlinableKernel):
         options = options or Options.from_env()
         if backend is not None:
             options = options.replace(backend=backend)
+        key, shape = self._recipe_key(args, kwargs, grid, options)
+        recipe = self._recipes.get(key) if key is not None else None
         try:
-            binding = self.bind_arguments(args, kwargs)
-            device = binding.device
-            if device != "cpu" and not options.force_interpreter:
-                # the device's backend chooses block sizes for its chip and compiles
-                self._device_backend(device).launch_on_device(self, binding, grid, options)
-                return
-            executor = _execution_backend(options)
-            launch = self.prepare_binding(binding.with_blocks(self.interpreter_blocks(binding)),
-                                          grid, options)
+            if recipe is not None:  # a call shape seen before: only this call's parts
+                executor = _execution_backend(options)
+                launch = recipe.prepare(self, args, kwargs, grid)
+                torch_tensors = {t.name: (list(args) + list(kwargs.values()))[t.position]
+                                 for t in recipe.tensors if t.stored and t.torch}
+            else:
+                binding = self.bind_arguments(args, kwargs)
+                device = binding.device
+                if device != "cpu" and not options.force_interpreter:
+                    # the device's backend chooses block sizes for its chip and compiles
+                    self._device_backend(device).launch_on_device(self, binding, grid, options)
+                    return
+                executor = _execution_backend(options)
+                binding = binding.with_blocks(self.interpreter_blocks(binding))
+                launch = self.prepare_binding(binding, grid, options)
+                written = launch.function.tensors_written()
+                torch_tensors = {name: tensor for name, tensor in binding.torch_tensors.items()
+                                 if name in written}
+                if key is not None and shape is not None:
+                    self._remember(key, shape, launch, binding, grid)
         except DSLCompileError as err:
             raise _without_compiler_frames(err) from None
         plans = _PLANS.get()
@@ -311,11 +334,54 @@ class JITFunction(InlinableKernel):
             plans.append(launch)
             return
         executor.run(launch, options)
-        if binding.torch_tensors:  # autograd sees the writes
-            written = launch.function.tensors_written()
-            for name, tensor in binding.torch_tensors.items():
-                if name in written:
-                    mark_written(tensor)
+        for tensor in torch_tensors.values():  # autograd sees the writes
+            mark_written(tensor)
+
+    def _recipe_key(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Grid | None,
+                    options: Options) -> tuple[tuple | None, CallShape | None]:
+        """The launch-recipe key of a call (``dsl.launch_cache``), or (None, None)."""
+        shape_key = (len(args), tuple(kwargs))
+        shape = self._call_shapes.get(shape_key, False)
+        if shape is False:
+            shape = call_shape(self.source.params, frozenset(self.source.constexpr_params),
+                               frozenset(self.source.block_size_params), *shape_key)
+            self._call_shapes[shape_key] = shape
+        if shape is None:
+            return None, None
+        parts = call_key(shape, args, kwargs)
+        if parts is None:
+            return None, None
+        if grid is None or isinstance(grid, (int, tuple)):
+            grid_key: Any = grid
+        elif callable(grid):
+            grid_key = callable
+        else:
+            return None, None
+        key = (shape_key, parts, grid_key, options)
+        try:
+            hash(key)
+        except TypeError:
+            return None, None
+        return key, shape
+
+    def _remember(self, key: tuple, shape: CallShape, launch: Launch, binding: Binding,
+                  grid: Grid | None) -> None:
+        meta = {name: spec.value for name, spec in binding.specs.items()
+                if isinstance(spec, ConstSpec)}
+        recipe = build_recipe(shape, launch, meta, grid, frozenset(binding.torch_tensors))
+        if recipe is None:
+            return
+        if len(self._recipes) >= RECIPES_PER_KERNEL:
+            self._recipes.pop(next(iter(self._recipes)))
+        self._recipes[key] = recipe
+
+    def overlap_error(self, stored: str, other: str) -> DSLLaunchError:
+        """The error for a stored tensor that partially overlaps another argument."""
+        return self._def_error(
+            f"arguments {stored!r} and {other!r} partially overlap in memory: some "
+            f"elements of {other!r} are written through {stored!r} by other lanes, "
+            "so the result would depend on the order programs run in (pass the "
+            "same view to both, or copy one of them)")
 
     def _device_backend(self, device: str) -> Any:
         try:
@@ -369,11 +435,7 @@ class JITFunction(InlinableKernel):
         for name in stored & set(tensors):
             for other, bound in tensors.items():
                 if other != name and partially_overlaps(tensors[name].view, bound.view):
-                    raise self._def_error(
-                        f"arguments {name!r} and {other!r} partially overlap in memory: some "
-                        f"elements of {other!r} are written through {name!r} by other lanes, "
-                        "so the result would depend on the order programs run in (pass the "
-                        "same view to both, or copy one of them)")
+                    raise self.overlap_error(name, other)
         runtime = self.runtime_arguments(fn, binding.values, tensors)
         return Launch(fn, tuple(runtime), grid3, tensors)
 

@@ -60,6 +60,11 @@ def _race_mode(value: str) -> str:
     raise ValueError(f"DSL_RACE_CHECK must be 0, 1, off, fast or full, got {value!r}")
 
 
+# The environment variables ``Options.from_env`` reads.
+ENVIRONMENT = ("DSL_BACKEND", "DSL_INTERPRET", "DSL_DUMP_IR", "DSL_CACHE_DIR",
+               "DSL_INTERPRETER_THREADS", "DSL_LLVM_ROOT", "DSL_RACE_CHECK")
+
+
 @dataclass(frozen=True)
 class Options:
     """Compiler and backend settings (see the module doc for the environment)."""
@@ -90,6 +95,19 @@ class Options:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Options:
         """The options the environment asks for (``os.environ`` unless given)."""
         env = os.environ if environ is None else environ
+        # every launch asks: parse once per distinct set of values (a hashed, frozen
+        # record also keys the launch caches)
+        key = tuple(env.get(name) for name in ENVIRONMENT)
+        options = _FROM_ENV.get(key)
+        if options is None:
+            options = cls._parse(env)
+            if len(_FROM_ENV) >= 16:
+                _FROM_ENV.clear()
+            _FROM_ENV[key] = options
+        return options
+
+    @classmethod
+    def _parse(cls, env: Mapping[str, str]) -> Options:
         threads = env.get("DSL_INTERPRETER_THREADS", "").strip() or "0"
         try:
             thread_count = int(threads)
@@ -123,3 +141,6 @@ class Options:
     def execution_backend(self) -> str:
         """The backend a CPU launch runs on: the interpreter when forced."""
         return "interpreter" if self.force_interpreter else self.backend
+
+
+_FROM_ENV: dict[tuple[str | None, ...], Options] = {}

@@ -182,6 +182,16 @@ class TritonKernel(JITFunction):
                 arguments[name] = rule(dict(arguments))
         return arguments
 
+    def _recipe_key(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any,
+                    options: Any) -> tuple[Any, Any]:
+        """Launch recipes only for calls ``signature_bind`` leaves as they are: no
+        autotune config or heuristics, no compiler keywords, no ``tl.constexpr``
+        wrappers."""
+        if self.config is not None or self.heuristics or any(
+                _unwrap_constexpr(a) is not a for a in (*args, *kwargs.values())):
+            return None, None
+        return super()._recipe_key(args, kwargs, grid, options)
+
     def rank_configs(self, *args: Any, target: str = "Ascend910B4", **kwargs: Any
                      ) -> list[tuple[Any, int | None, str]]:
         """Every autotune config lowered for ``target``: (config, UB bytes or None,

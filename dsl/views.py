@@ -55,10 +55,20 @@ class TensorView(_Shaped):
     shape: tuple[int, ...]
     strides: tuple[int, ...]  # in elements
     base: int  # buffer index of logical element 0
-    # Byte address one past the end of the allocation the view lives in (a torch
-    # tensor's storage, a NumPy array's owner), 0 when unknown: a Triton kernel may
-    # address through its pointer beyond the view, up to there (a row view of a matrix).
-    limit: int = 0
+    # The NumPy array or torch tensor viewed, None when unknown: its allocation's end
+    # (``limit``) is where a Triton kernel's pointer may reach beyond the view.
+    source: Any = None
+
+    @property
+    def limit(self) -> int:
+        """Byte address one past the end of the allocation the view lives in (a torch
+        tensor's storage, a NumPy array's owner), 0 when unknown: a Triton kernel may
+        address through its pointer beyond the view, up to there (a row view of a
+        matrix). Computed on demand: only pointer accesses need it."""
+        if self.source is None:
+            return 0
+        arr = self.source if isinstance(self.source, np.ndarray) else None
+        return _allocation_end(self.source, arr)
 
     def kernel_memory(self) -> np.ndarray:
         """``kernel_buffer()`` extended to the end of the allocation the view lives in:
@@ -157,7 +167,7 @@ def as_view(obj: Any) -> TensorView:
     """View a NumPy array, CPU torch tensor or TensorView (no copy)."""
     if isinstance(obj, TensorView):
         return obj
-    arr = to_numpy(obj)
+    arr = obj if type(obj) is np.ndarray else to_numpy(obj)
     dtype = dt.from_numpy(arr.dtype)
     item = arr.itemsize
     if any(s % item for s in arr.strides):
@@ -166,6 +176,8 @@ def as_view(obj: Any) -> TensorView:
     shape = tuple(arr.shape)
     if arr.size == 0:
         return TensorView(np.empty(0, arr.dtype), dtype, shape, strides, 0)
+    if arr.flags.c_contiguous:  # the common case, without the general path's slicing
+        return TensorView(arr.reshape(-1), dtype, shape, strides, 0, obj)
     # Element strides let us find the lowest address; the buffer starts there.
     # The trailing Ellipsis keeps a 0-d array a view (arr[()] would copy out a scalar).
     corner = arr[tuple(slice(n - 1, n) if s < 0 else slice(0, 1)
@@ -173,15 +185,17 @@ def as_view(obj: Any) -> TensorView:
     lo, hi = span(shape, strides)
     buffer = np.lib.stride_tricks.as_strided(
         corner, shape=(hi - lo + 1,), strides=(item,), writeable=arr.flags.writeable)
-    return TensorView(buffer, dtype, shape, strides, -lo, _allocation_end(obj, arr))
+    return TensorView(buffer, dtype, shape, strides, -lo, obj)
 
 
-def _allocation_end(obj: Any, arr: np.ndarray) -> int:
-    """Byte address one past the allocation ``arr`` lives in: a torch tensor's storage,
+def _allocation_end(obj: Any, arr: np.ndarray | None) -> int:
+    """Byte address one past the allocation ``obj`` lives in: a torch tensor's storage,
     or the NumPy array that owns the memory when it is contiguous; 0 when unknown."""
     if is_torch_tensor(obj):
         storage = obj.untyped_storage()
         return storage.data_ptr() + storage.nbytes()
+    if arr is None:
+        return 0
     root = arr
     while isinstance(root.base, np.ndarray):
         root = root.base
@@ -232,6 +246,8 @@ def broadcast_to(obj: Any, shape: tuple[int, ...] | list[int]) -> TensorView:
     """A view of ``obj`` broadcast to ``shape`` with stride 0 on stretched dims (no copy)."""
     view = as_view(obj)
     shape = tuple(int(s) for s in shape)
+    if view.shape == shape:
+        return view
     if not broadcast_shape_ok(view.shape, shape):
         raise ValueError(f"shape {list(view.shape)} does not broadcast to {list(shape)}")
     lead = len(shape) - len(view.shape)
@@ -240,4 +256,4 @@ def broadcast_to(obj: Any, shape: tuple[int, ...] | list[int]) -> TensorView:
         strides.append(0 if n == 1 and t != 1 else st)
     if prod(shape) == 0:
         return TensorView(view.buffer[:0], view.dtype, shape, tuple(strides), 0)
-    return TensorView(view.buffer, view.dtype, shape, tuple(strides), view.base)
+    return TensorView(view.buffer, view.dtype, shape, tuple(strides), view.base, view.source)

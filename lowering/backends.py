@@ -34,9 +34,9 @@ class InterpreterBackend:
     name = "interpreter"
 
     def run(self, launch: Launch, options: Options) -> None:
-        from lowering.interpreter import Interpreter
+        from lowering.interpreter import execute
 
-        Interpreter(launch, options).run()
+        execute(launch, options)
 
 
 class CompiledCPUBackend:

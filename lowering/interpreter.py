@@ -56,6 +56,7 @@ from lowering import workers
 from lowering.buffers import scratch
 from lowering.lanes import LaneMask, Lanes, materialize, take_rows
 from lowering.memory import AccessSite, StoreJournal, check_bounds, check_store_race, load
+from lowering.plan import FlatForm, Plan, Recorder, flat_form
 from lowering.prepass import index_slice
 
 if TYPE_CHECKING:
@@ -65,6 +66,10 @@ if TYPE_CHECKING:
 # (2**18 ran 1.3x and 2**16 2.4x slower at 16M elements, benchmarks/bench_bce.py),
 # small enough that the reused chunk buffers take a few MB each.
 CHUNK_ELEMENTS = 1 << 20
+
+# Below this many elements a batch stays one chunk even when chunks may run on
+# several threads: handing work to a thread costs more than the work.
+PARALLEL_MIN_ELEMENTS = 1 << 16
 
 # Bounds proofs kept per specialization (most recent launches' argument sets).
 PROOFS_PER_KERNEL = 64
@@ -167,6 +172,7 @@ class Interpreter:
         self.parallel = False  # decided after the pre-pass
         self.store_runs: dict[str, list[tuple[int, int]]] = {}  # filled by the pre-pass
         self.store_runs_provable = True
+        self.recorder: Recorder | None = None  # set to capture a launch plan
 
     @property
     def checking(self) -> bool:
@@ -189,7 +195,7 @@ class Interpreter:
         # The proof depends only on the index computations: the grid, the scalar and
         # layout arguments and the tensors' sizes. A launch that repeats them (the
         # common case in a loop) reuses it instead of running the pre-pass again.
-        key = self._proof_key()
+        key = proof_key(self.launch, self.race_check, self.full_race)
         proved = self.proofs.get(key)
         if proved is None:
             with np.errstate(all="ignore"):
@@ -207,16 +213,6 @@ class Interpreter:
         self.store_runs = {name: list(runs) for name, runs in proved[1].items()}
         self.parallel = self._decide_parallel()
         return True
-
-    def _proof_key(self) -> tuple:
-        """What a bounds proof depends on (not the tensors' contents or addresses)."""
-        parts: list[Any] = [self.launch.grid, self.race_check, self.full_race]
-        for param, arg in zip(self.fn.params, self.launch.args):
-            if param.role == "tensor":
-                parts.append(("tensor", arg.view.numel))
-            else:
-                parts.append((str(np.asarray(arg).dtype), np.asarray(arg).item()))
-        return tuple(parts)
 
     def dry_run(self) -> None:
         """Execute the launch and undo every write: raises what a real run would (an
@@ -265,7 +261,7 @@ class Interpreter:
         """Rows per chunk: about ``chunk_elements`` elements, and at least one chunk
         per worker thread when chunks run in parallel."""
         chunk = max(1, self.chunk_elements // per_row)
-        if self.parallel:
+        if self.parallel and rows * per_row >= PARALLEL_MIN_ELEMENTS:
             chunk = min(chunk, max(1, -(-rows // self.workers)))
         return chunk
 
@@ -304,9 +300,12 @@ class Interpreter:
 
     def run_block(self, block: Block, frame: Frame) -> None:
         only = self.only
+        recorder = self.recorder if only is None else None
         for op in block.ops:
             if only is not None and id(op) not in only:
                 continue
+            if recorder is not None:
+                recorder.before(op, frame)
             HANDLERS[op.kind](self, op, frame)
 
     def elementwise(self, op: Op, frame: Frame, args: list[Any] | None = None) -> None:
@@ -878,9 +877,12 @@ class _KernelFacts:
     index_slice: set[int] | None
     dying: dict[int, frozenset[int]]
     may_fail: bool  # runs checks (IO ops) that can fail mid-launch
-    # bounds proofs of earlier launches, by ``Interpreter._proof_key``
+    flat: FlatForm | None  # the kernel's flat form, when it has one (lowering.plan)
+    # bounds proofs of earlier launches, by ``proof_key``
     proofs: dict[tuple, tuple[bool, dict[str, list[tuple[int, int]]]]] = \
         dataclasses.field(default_factory=dict)
+    # launch plans by ``proof_key`` (None: the key's launches are interpreted)
+    plans: dict[tuple, Plan | None] = dataclasses.field(default_factory=dict)
 
 
 _FACTS: weakref.WeakKeyDictionary[Function, _KernelFacts] = weakref.WeakKeyDictionary()
@@ -889,12 +891,53 @@ _FACTS: weakref.WeakKeyDictionary[Function, _KernelFacts] = weakref.WeakKeyDicti
 def _facts(fn: Function) -> _KernelFacts:
     facts = _FACTS.get(fn)
     if facts is None:
+        indices = index_slice(fn)
+        may_fail = any(op.defn.effect is Effect.IO for op in fn.walk())
         facts = _KernelFacts(
-            fn.tensors_read(), fn.tensors_written(),
-            index_slice(fn), _last_uses(fn.body),
-            any(op.defn.effect is Effect.IO for op in fn.walk()))
+            fn.tensors_read(), fn.tensors_written(), indices, _last_uses(fn.body),
+            may_fail, None if may_fail else flat_form(fn, indices))
         _FACTS[fn] = facts
     return facts
+
+
+def proof_key(launch: Launch, race_check: bool, full_race: bool) -> tuple:
+    """What a bounds proof (and a launch plan) depends on: the grid, the race-check
+    mode, every scalar and layout argument (bit for bit) and each tensor's element
+    count and memory extent; not the tensors' contents or addresses."""
+    parts: list[Any] = [launch.grid, race_check, full_race]
+    for arg in launch.args:
+        if isinstance(arg, np.generic):
+            parts.append((arg.dtype.char, arg.tobytes()))
+        elif isinstance(arg, (int, float, bool, np.ndarray)):
+            value = np.asarray(arg)
+            parts.append((value.dtype.char, value.tobytes()))
+        else:  # a bound tensor
+            parts.append((arg.view.numel, len(arg.buffer)))
+    return tuple(parts)
+
+
+def execute(launch: Launch, options: Options) -> None:
+    """Run a launch: replay its plan when an earlier launch with the same proof key
+    left one (``lowering.plan``), else interpret it, recording a plan on the way
+    when the kernel is flat and this key has none yet."""
+    facts = _facts(launch.function)
+    key = None
+    if facts.flat is not None and options.race_check != "full":
+        key = proof_key(launch, options.race_check != "off", False)
+        plan = facts.plans.get(key)
+        if plan is not None and not _overlaps(launch.tensors, facts.loaded, facts.stored):
+            plan.execute(launch)
+            return
+    interpreter = Interpreter(launch, options)
+    record = key is not None and key not in facts.plans and interpreter.independent
+    if record:
+        assert facts.flat is not None
+        interpreter.recorder = Recorder(facts.flat)
+    interpreter.run()
+    if record and interpreter.recorder is not None:
+        if len(facts.plans) >= PROOFS_PER_KERNEL:
+            facts.plans.pop(next(iter(facts.plans)))
+        facts.plans[key] = interpreter.recorder.build(launch.function)
 
 
 def _last_uses(block: Block) -> dict[int, frozenset[int]]:
@@ -1010,4 +1053,4 @@ HANDLERS: dict[str, Callable[[Interpreter, Op, Frame], None]] = {
 
 def run(launch: Launch, options: Options | None = None) -> None:
     """Execute a prepared launch with NumPy."""
-    Interpreter(launch, options).run()
+    execute(launch, options or Options.from_env())

@@ -1,0 +1,107 @@
+"""Per-call overhead of a cached launch, side by side in one run (issue 11's goals).
+
+Times, interleaved and best-of-N, at n=1024 fp32 (contiguous, scalar gradOutput,
+reduction "mean"):
+  kernel     ``bce_backward_kernel`` launched directly on NumPy arrays (a cached
+             launch: recipe + plan, see dsl/launch_cache.py and lowering/plan.py)
+  interp     the same launch run by the interpreter, without recipe or plan
+  numpy      the plain NumPy formula
+  op         ``ops.binary_cross_entropy_backward`` on NumPy arrays
+  op-torch   the same on CPU torch tensors
+  aten       ``torch.ops.aten.binary_cross_entropy_backward`` (if torch is installed)
+and vector add at 1K (``examples/vector_add.py``'s ``add`` against ``x + y``).
+Prints microseconds and the ratios the goals name: kernel <= 50 us and
+op / aten <= 5.
+
+    python benchmarks/bench_overhead.py [--repeat 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+
+import vector_add as ex_vector_add  # noqa: E402
+
+import ops  # noqa: E402
+from dsl.options import Options  # noqa: E402
+from lowering.interpreter import Interpreter  # noqa: E402
+from ops.bce_backward import bce_backward_kernel  # noqa: E402
+
+
+def best_of(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    """Best time per candidate in microseconds, the candidates interleaved."""
+    best = {name: float("inf") for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return {name: t * 1e6 for name, t in best.items()}
+
+
+def candidates() -> dict[str, Callable[[], object]]:
+    n = 1024
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0.05, 0.95, n).astype(np.float32)
+    y = rng.uniform(0, 1, n).astype(np.float32)
+    g = np.float32(1.0)
+    grad = np.broadcast_to(g, x.shape)
+    out = np.empty_like(x)
+    kernel_args = (grad, x, y, None, out, n, 1.0 / n)
+    flags = {"HAS_WEIGHT": False, "APPLY_SCALE": True}
+    launch = bce_backward_kernel.prepare(kernel_args, flags, None)
+    options = Options.from_env()
+
+    def numpy_formula() -> np.ndarray:
+        d = np.maximum(x * (np.float32(1) - x), np.float32(1e-12))
+        return g * (x - y) / d * np.float32(1.0 / n)
+
+    small = rng.standard_normal(1024).astype(np.float32)
+    fns: dict[str, Callable[[], object]] = {
+        "kernel": lambda: bce_backward_kernel(*kernel_args, **flags),
+        "interp": lambda: Interpreter(launch, options).run(),
+        "numpy": numpy_formula,
+        "op": lambda: ops.binary_cross_entropy_backward(g, x, y),
+        "add 1K": lambda: ex_vector_add.add(small, small),
+        "add 1K numpy": lambda: ex_vector_add.reference(small, small),
+    }
+    try:
+        import torch
+    except ImportError:
+        return fns
+    xt, yt, gt = torch.from_numpy(x), torch.from_numpy(y), torch.tensor(1.0)
+    fns["op-torch"] = lambda: ops.binary_cross_entropy_backward(gt, xt, yt)
+    fns["aten"] = lambda: torch.ops.aten.binary_cross_entropy_backward(gt, xt, yt, None, 1)
+    return fns
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=2000)
+    args = parser.parse_args()
+    fns = candidates()
+    for fn in fns.values():  # compile, record the plans, warm the caches
+        fn()
+        fn()
+    t = best_of(fns, args.repeat)
+    for name, us in t.items():
+        print(f"{name:14s} {us:9.1f} us")
+    print(f"kernel: {t['kernel']:.1f} us per cached launch (goal <= 50); "
+          f"{t['interp'] / t['kernel']:.1f}x faster than interpreting it; "
+          f"{t['kernel'] / t['numpy']:.1f}x the NumPy formula")
+    print(f"vector add 1K: {t['add 1K'] / t['add 1K numpy']:.1f}x NumPy")
+    if "aten" in t:
+        print(f"op / aten: {t['op'] / t['aten']:.1f} (NumPy in/out), "
+              f"{t['op-torch'] / t['aten']:.1f} (torch in/out); goal <= 5")
+
+
+if __name__ == "__main__":
+    main()

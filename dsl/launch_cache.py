@@ -1,0 +1,210 @@
+"""Launch recipes: the host side of a repeated launch, without re-deriving it.
+
+A launch first binds its arguments (signature, views, specializations), picks block
+sizes, specializes the IR and checks the tensors (stored ones writeable and not
+broadcast). All of that depends only on the *shape of the call*: which arguments
+are given, each tensor's type, dtype, shape and strides, each scalar's type (and
+int32 range), the constexpr values, the grid and the options. ``call_key`` reads
+exactly those from a call in a few microseconds; the first launch with a key runs
+the full path (``JITFunction._launch``) and leaves a ``LaunchRecipe``; later ones
+run ``LaunchRecipe.prepare``, which only builds the views of this call's tensors,
+checks what depends on their addresses (partial overlap of a stored tensor with
+another argument) and converts the scalars.
+
+A call the key cannot describe (an unhashable or unusual argument, a tensor on a
+device, a kernel whose argument binding is customised) gets ``None`` and always
+takes the full path, so the cache can only skip work, never change a result.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dsl.views import TensorView, as_view, is_torch_tensor, partially_overlaps
+
+if TYPE_CHECKING:
+    from dsl.ir import Function
+    from dsl.jit import BoundTensor, Launch
+
+# Recipes kept per kernel (most recent call shapes).
+RECIPES_PER_KERNEL = 64
+
+_INT32 = (-(2**31), 2**31)
+
+
+def _tensor_key(value: Any) -> tuple | None:
+    """What a tensor argument contributes to the key (None: not cacheable)."""
+    kind = type(value)
+    if kind is np.ndarray:
+        return (kind, value.dtype, value.shape, value.strides, value.flags.writeable)
+    if kind is TensorView:
+        return (kind, value.dtype, value.shape, value.strides, value.base,
+                value.buffer.flags.writeable, value.buffer.dtype)
+    if is_torch_tensor(value):
+        if value.device.type != "cpu":
+            return None
+        return ("torch", value.dtype, tuple(value.shape), value.stride())
+    return None
+
+
+def _runtime_key(value: Any) -> Any:
+    """What a runtime (non-constexpr) argument contributes to the key."""
+    kind = type(value)
+    if kind is bool or kind is float or value is None:
+        return kind
+    if kind is int:
+        return (int, _INT32[0] <= value < _INT32[1])
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return kind
+    return _tensor_key(value)
+
+
+@dataclass(frozen=True)
+class CallShape:
+    """How the positional and keyword arguments of one call map onto parameters."""
+
+    names: tuple[str, ...]  # the parameter each given argument binds to, in order
+    constexpr: tuple[bool, ...]  # per given argument
+    defaults: tuple[tuple[str, Any], ...]  # parameters left to their defaults
+
+
+def call_shape(params: list[inspect.Parameter], constexprs: frozenset[str],
+               blocks: frozenset[str], positional: int, keywords: tuple[str, ...]
+               ) -> CallShape | None:
+    """The mapping for ``positional`` arguments and ``keywords``, or None when the
+    call does not bind plainly (the full path then reports the error)."""
+    if positional > len(params) or any(p.kind not in (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+            for p in params):
+        return None
+    names = [p.name for p in params[:positional]]
+    known = {p.name for p in params}
+    if any(k not in known or k in names for k in keywords):
+        return None
+    names += keywords
+    given = set(names)
+    defaults = []
+    for p in params:
+        if p.name in given:
+            continue
+        if p.default is inspect.Parameter.empty:
+            if p.name in blocks:
+                continue  # an open block size: chosen by the launcher
+            return None
+        defaults.append((p.name, p.default))
+    return CallShape(tuple(names), tuple(n in constexprs for n in names), tuple(defaults))
+
+
+def call_key(shape: CallShape, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple | None:
+    """The key of a call with this call shape (None: not cacheable)."""
+    parts: list[Any] = []
+    values = list(args) + list(kwargs.values())
+    for value, constexpr in zip(values, shape.constexpr):
+        if constexpr:
+            parts.append(("c", type(value), value))
+            continue
+        key = _runtime_key(value)
+        if key is None:
+            return None
+        parts.append(key)
+    try:
+        hash(tuple(parts))
+    except TypeError:
+        return None
+    return tuple(parts)
+
+
+@dataclass(frozen=True)
+class TensorRecipe:
+    """How to bind one tensor argument of a cached call."""
+
+    name: str
+    position: int  # among the call's given arguments
+    stored: bool
+    through_pointers: bool
+    torch: bool  # passed as a torch tensor (autograd is told about writes)
+    sizes: tuple[int, ...]
+    strides: tuple[int, ...]
+    base: int
+    span: tuple[int, int]  # the kernel buffer: [lo, hi) of the view's buffer, from base
+
+
+@dataclass(frozen=True)
+class LaunchRecipe:
+    """A launch's host side for one call key (see the module doc)."""
+
+    function: Function
+    grid: tuple[int, int, int] | None  # None: a callable grid, called per launch
+    meta: dict[str, Any]
+    tensors: tuple[TensorRecipe, ...]
+    # per parameter of ``function``: ("tensor", name) | ("scalar", position, numpy type)
+    # | ("fixed", value) (a hidden layout value, fixed by the key)
+    runtime: tuple[tuple, ...]
+
+    def prepare(self, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                grid: Any) -> Launch:
+        """The ``Launch`` of a call with this recipe's key."""
+        from dsl.jit import BoundTensor, Launch
+
+        values = list(args) + list(kwargs.values())
+        bound: dict[str, BoundTensor] = {}
+        for t in self.tensors:
+            value = values[t.position]
+            view = as_view(value)
+            buffer = view.buffer[view.base + t.span[0]:view.base + t.span[1]]
+            if t.through_pointers:
+                buffer = view.kernel_memory()
+            bound[t.name] = BoundTensor(t.name, view, buffer, t.sizes, t.strides, t.base)
+        for t in self.tensors:
+            if not t.stored:
+                continue
+            for other in self.tensors:
+                if other is not t and partially_overlaps(bound[t.name].view,
+                                                         bound[other.name].view):
+                    raise kernel.overlap_error(t.name, other.name)
+        runtime: list[Any] = []
+        for entry in self.runtime:
+            if entry[0] == "tensor":
+                runtime.append(bound[entry[1]])
+            elif entry[0] == "scalar":
+                runtime.append(entry[2](values[entry[1]]))
+            else:
+                runtime.append(entry[1])
+        grid3 = self.grid if self.grid is not None else kernel.grid(grid, self.meta)
+        return Launch(self.function, tuple(runtime), grid3, bound)
+
+
+def build_recipe(shape: CallShape, launch: Launch, meta: dict[str, Any], grid: Any,
+                 torch_names: frozenset[str]) -> LaunchRecipe | None:
+    """The recipe of a launch the full path prepared, or None when a part of it is not
+    fixed by the call key."""
+    fn = launch.function
+    positions = {name: i for i, name in enumerate(shape.names)}
+    stored = fn.tensors_written()
+    through = fn.tensors_through_pointers()
+    tensors = []
+    for name, t in launch.tensors.items():
+        if name not in positions:
+            return None
+        view = t.view
+        start = view.buffer.ctypes.data + view.base * view.buffer.itemsize
+        lo = (t.buffer.ctypes.data - start) // view.buffer.itemsize if t.buffer.size else 0
+        span = (lo, lo + t.buffer.size) if name not in through else (0, 0)
+        tensors.append(TensorRecipe(name, positions[name], name in stored, name in through,
+                                    name in torch_names, t.sizes, t.strides, t.base, span))
+    runtime: list[tuple] = []
+    for param, value in zip(fn.params, launch.args):
+        if param.role == "tensor":
+            runtime.append(("tensor", param.user_name))
+        elif param.role == "scalar":
+            if param.user_name not in positions:
+                return None
+            runtime.append(("scalar", positions[param.user_name], param.value.dtype.np.type))
+        else:
+            runtime.append(("fixed", value))
+    fixed_grid = launch.grid if not callable(grid) else None
+    return LaunchRecipe(fn, fixed_grid, meta, tuple(tensors), tuple(runtime))

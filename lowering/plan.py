@@ -1,0 +1,389 @@
+"""Launch plans: a repeated launch of a flat kernel without the interpreter's per-op work.
+
+Most kernels users launch in a loop are *flat*: every load and store reads or writes
+one contiguous run of memory per launch (``idx = start + arange(0, BLOCK)``, masked
+with ``idx < n``, over a tile loop or over programs), and everything computed from
+the loaded data is elementwise. For such a kernel, once the interpreter has proved a
+launch in bounds, every later launch with the same proof key (grid, scalar and layout
+arguments, tensor sizes; ``Interpreter.proof_key``) makes exactly the same NumPy
+calls on different buffers: slice each input run, apply the elementwise ops, write
+each output run. A ``Plan`` is that list of calls, compiled once per key.
+
+Data flow:
+1. ``flat_form(fn)`` (once per specialization, static): decides whether the IR is
+   flat and lists the *data ops* (everything outside the index slice of
+   ``lowering.prepass``, plus the loads and stores) in program order.
+2. The first launch of a key runs in the interpreter with a ``Recorder`` attached
+   (``Interpreter.recorder``): before each data op runs, it captures what the plan
+   needs and cannot recompute cheaply: each access's offset and mask (lazy
+   ``Lanes``/``LaneMask``), and the value of every index-side operand a data op reads
+   (a mask used in a ``where``, an ``arange`` converted to float...).
+3. After that launch succeeds, ``Recorder.build`` turns the capture into a ``Plan``:
+   each access becomes a ``(lo, count)`` slice of its tensor's flat buffer, each
+   captured operand a constant array, each data op one step. Any surprise (an access
+   that is not one contiguous run, an op that ran more than once because the launch
+   was split into chunks) gives no plan; the key is then always interpreted.
+4. ``Plan.execute(launch)`` replays the steps on the launch's buffers.
+
+Exactness: the steps call the same functions the interpreter's handlers call
+(``Elementwise.numpy`` in the op's compute dtype, ``numerics.cast_array``, the same
+padding of masked-off load lanes with ``other``), on the same elements laid out as
+one flat run (row-major over the batch's rows, which is the interpreter's
+``(rows, BLOCK)`` layout flattened), so results are bit-identical; the test suite
+runs every launch twice to check it. Bounds and races were proved for the key
+before the plan exists; a plan runs only when no stored tensor shares memory with a
+loaded one (checked per launch), so reading inputs as views is safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dsl.ir import Function, Op, Value
+from dsl.numerics import cast_array
+from dsl.opdefs import Effect
+from lowering.lanes import LaneMask, materialize
+from lowering.memory import _contiguous_run
+
+if TYPE_CHECKING:
+    from dsl.jit import Launch
+
+
+
+def _is_load(op: Op) -> bool:
+    return op.defn.effect is Effect.READ
+
+
+def _is_store(op: Op) -> bool:
+    return op.defn.effect is Effect.WRITE
+
+
+def _is_access(op: Op) -> bool:
+    return op.defn.reads_memory or op.defn.writes_memory
+
+
+def _is_counted_loop(op: Op) -> bool:
+    """A ``for`` without carried values: its iterations are independent rows."""
+    d = op.defn
+    return d.regions == 1 and not d.conditional_loop and not d.isolated_regions \
+        and not op.inits
+
+
+@dataclass(frozen=True)
+class FlatForm:
+    """The static part of a flat kernel: its data ops in program order, the block
+    holding its accesses, and the data ops outside it (which must stay uniform)."""
+
+    ops: tuple[Op, ...]
+    produced: frozenset[int]  # uids of values data ops produce
+    params: dict[int, int]  # uid of a parameter value -> its position in fn.params
+    outer: frozenset[int]  # ids of data ops outside the access block
+
+
+def flat_form(fn: Function, index_slice: set[int] | None) -> FlatForm | None:
+    """The flat form of ``fn``, or None when it is not flat (see the module doc)."""
+    if index_slice is None:
+        return None
+    loops = [op for op in fn.body.ops if op.regions]
+    if len(loops) > 1 or (loops and not _is_counted_loop(loops[0])):
+        return None
+    inner = loops[0].body.ops if loops else []
+    if any(op.regions for op in inner):
+        return None
+    accesses_outer = [op for op in fn.body.ops if _is_access(op)]
+    accesses_inner = [op for op in inner if _is_access(op)]
+    if accesses_outer and accesses_inner:
+        return None
+    ops: list[Op] = []
+    outer: set[int] = set()
+    for block_ops, is_access_block in ((fn.body.ops, not accesses_inner),
+                                       (inner, bool(accesses_inner))):
+        for op in block_ops:
+            if op.regions or op.defn.terminator:
+                continue
+            if _is_load(op) or _is_store(op):
+                if (op.value if _is_store(op) else op.result).type.rank != 1:
+                    return None
+            elif _is_access(op):
+                return None  # atomics: programs interact
+            elif id(op) in index_slice:
+                continue
+            elif not (op.defn.is_elementwise or op.defn.constant or op.kind in _STEPS) \
+                    or any(r.type.rank > 1 for r in op.results):
+                return None
+            ops.append(op)
+            if not is_access_block:
+                outer.add(id(op))
+    if not any(_is_store(op) for op in ops):
+        return None
+    produced = frozenset(r.uid for op in ops for r in op.results)
+    params = {p.value.uid: i for i, p in enumerate(fn.params)}
+    return FlatForm(tuple(ops), produced, params, frozenset(outer))
+
+
+def _inputs(op: Op) -> list[Value]:
+    """The operands of a data op whose values the plan computes or captures (a
+    memory op's tensor, index, offset and mask are replaced by its run)."""
+    if _is_load(op):
+        other = op.other
+        return [] if other is None else [other]
+    if _is_store(op):
+        return [op.value]
+    return list(op.operands)
+
+
+class Recorder:
+    """Captures, during one interpreted launch, what ``build`` needs (module doc)."""
+
+    def __init__(self, form: FlatForm) -> None:
+        self.form = form
+        self.wanted = {id(op) for op in form.ops}
+        self.seen: dict[int, int] = {}
+        self.values: dict[int, np.ndarray] = {}  # captured operand values by uid
+        self.rows: dict[int, int] = {}  # id(op) -> rows of the batch it ran on
+        # id(access) -> (lo, count) of its contiguous run; count -1: every lane reads
+        # element lo (a broadcast scalar operand)
+        self.runs: dict[int, tuple[int, int] | None] = {}
+        self.block = 0  # lanes per row of the access block
+
+    def before(self, op: Op, frame: Any) -> None:
+        """Called by the interpreter before it runs ``op`` on ``frame``."""
+        if id(op) not in self.wanted:
+            return
+        self.seen[id(op)] = self.seen.get(id(op), 0) + 1
+        self.rows[id(op)] = frame.size
+        form = self.form
+        for v in _inputs(op):
+            if v.uid not in form.produced and v.uid not in form.params \
+                    and v.uid not in self.values:
+                self.values[v.uid] = np.array(materialize(frame.get(v)))  # a copy
+        if _is_access(op):
+            offset = frame.get(op.offset)
+            mask = frame.get(op.mask) if op.mask is not None else None
+            if isinstance(mask, LaneMask) and mask.all_true():
+                mask = None
+            length = op.value.shape[0] if _is_store(op) else op.result.shape[0]
+            self.block = length
+            if _is_load(op) and mask is None and isinstance(offset, np.ndarray) \
+                    and offset.size == 1:  # the interpreter's scalar load
+                self.runs[id(op)] = (int(offset.reshape(-1)[0]), -1)
+                return
+            run = _contiguous_run(offset, mask, rows=frame.size)
+            self.runs[id(op)] = run if run is not None and \
+                getattr(offset, "length", None) == length else None
+
+    def build(self, fn: Function) -> Plan | None:
+        """The plan of the recorded launch, or None when it is not one flat pass."""
+        form = self.form
+        if any(self.seen.get(id(op)) != 1 for op in form.ops):
+            return None  # an op never ran (an empty loop) or ran per chunk
+        if any(run is None for run in self.runs.values()):
+            return None
+        access_rows = {self.rows[id(op)] for op in form.ops if _is_access(op)}
+        if len(access_rows) != 1:
+            return None
+        rows = access_rows.pop()
+        return _compile(fn, form, self, rows, self.block)
+
+
+def _flat(value: np.ndarray, rows: int, block: int) -> np.ndarray | None:
+    """A captured (rows or 1, *block) value as the plan holds it: shape (1,) when it
+    is the same in every lane, else (rows * block,) in row-major order; None when its
+    shape is neither."""
+    if value.size == 1:
+        return value.reshape(1)
+    per_row = value.reshape(value.shape[0], -1) if value.ndim else value.reshape(1, 1)
+    if per_row.shape[0] not in (1, rows) or per_row.shape[1] not in (1, block):
+        return None
+    return np.ascontiguousarray(np.broadcast_to(per_row, (rows, block))).reshape(-1)
+
+
+Step = Callable[[list[Any], list[np.ndarray]], None]
+
+
+@dataclass
+class Plan:
+    """Steps over a register file: register ``k`` holds one value (shape (1,) or
+    (total,)); ``params`` are loaded from the launch's scalar arguments first."""
+
+    steps: list[Step]
+    registers: int
+    constants: dict[int, np.ndarray]  # register -> fixed value
+    params: list[tuple[int, int]]  # (register, position in launch.args)
+    tensors: list[int]  # positions in launch.args of the tensors, by plan tensor index
+
+    def execute(self, launch: Launch) -> None:
+        regs: list[Any] = [None] * self.registers
+        for reg, value in self.constants.items():
+            regs[reg] = value
+        args = launch.args
+        for reg, position in self.params:
+            regs[reg] = np.asarray([args[position]])
+        buffers = [args[position].buffer for position in self.tensors]
+        with np.errstate(all="ignore"):
+            for step in self.steps:
+                step(regs, buffers)
+
+
+def _compile(fn: Function, form: FlatForm, rec: Recorder, rows: int, block: int
+             ) -> Plan | None:
+    total = rows * block
+    registers: dict[int, int] = {}
+    constants: dict[int, np.ndarray] = {}
+    params: list[tuple[int, int]] = []
+    uniform: set[int] = set()  # registers known to hold shape (1,)
+    tensor_positions: list[int] = []
+    tensor_index: dict[str, int] = {}
+    steps: list[Step] = []
+    param_positions = {p.value.uid: i for i, p in enumerate(fn.params)}
+
+    def reg_of(v: Value) -> int | None:
+        reg = registers.get(v.uid)
+        if reg is not None:
+            return reg
+        reg = registers[v.uid] = len(registers)
+        if v.uid in form.params:
+            params.append((reg, param_positions[v.uid]))
+            uniform.add(reg)
+            return reg
+        captured = rec.values.get(v.uid)
+        if captured is None:
+            return None
+        flat = _flat(captured, rows, block)
+        if flat is None:
+            return None
+        constants[reg] = flat
+        if flat.shape[0] == 1:
+            uniform.add(reg)
+        return reg
+
+    for op in form.ops:
+        ins = [reg_of(v) if v.uid not in form.produced else registers[v.uid]
+               for v in _inputs(op)]
+        if any(r is None for r in ins):
+            return None
+        if id(op) in form.outer and not all(r in uniform for r in ins):
+            return None  # a per-row value outside the access block
+        if _is_access(op):
+            name = op.tensor
+            if name not in tensor_index:
+                tensor_index[name] = len(tensor_positions)
+                tensor_positions.append(param_positions[op.view.uid])
+            run = rec.runs[id(op)]
+            assert run is not None
+            lo, count = run
+            t = tensor_index[name]
+            if _is_store(op):
+                steps.append(_store_step(t, lo, count, total, ins[0]))
+                continue
+            out = registers[op.result.uid] = len(registers)
+            if count == -1:
+                steps.append(_scalar_load_step(t, lo, out))
+                uniform.add(out)
+                continue
+            fill = None
+            if ins:
+                fill_value = constants.get(ins[0])
+                if fill_value is None:
+                    return None  # an ``other`` computed from data: not planned
+                fill = fill_value.reshape(-1)[0]
+            steps.append(_load_step(t, lo, count, total, fill, out, op.result.dtype.np))
+            continue
+        out = registers[op.result.uid] = len(registers)
+        if op.defn.constant:
+            constants[out] = np.full(1, op.constant, dtype=op.result.dtype.np)
+            uniform.add(out)
+            continue
+        if all(r in uniform for r in ins):
+            uniform.add(out)
+        builder = _STEPS.get(op.kind)
+        if builder is not None:
+            steps.append(builder(op, ins[0], out))
+        else:
+            steps.append(_elementwise_step(op, ins, out))
+    return Plan(steps, len(registers), constants, params, tensor_positions)
+
+
+def _load_step(t: int, lo: int, count: int, total: int, fill: Any, out: int,
+               dtype: np.dtype) -> Step:
+    if count == total:
+        def load_all(regs: list[Any], buffers: list[np.ndarray]) -> None:
+            regs[out] = buffers[t][lo:lo + count]
+        return load_all
+
+    def load_padded(regs: list[Any], buffers: list[np.ndarray]) -> None:
+        flat = np.empty(total, dtype=dtype)
+        flat[:count] = buffers[t][lo:lo + count]
+        flat[count:] = 0 if fill is None else fill
+        regs[out] = flat
+    return load_padded
+
+
+def _scalar_load_step(t: int, at: int, out: int) -> Step:
+    def load_scalar(regs: list[Any], buffers: list[np.ndarray]) -> None:
+        regs[out] = buffers[t][at:at + 1]
+    return load_scalar
+
+
+def _store_step(t: int, lo: int, count: int, total: int, src: int) -> Step:
+    def store(regs: list[Any], buffers: list[np.ndarray]) -> None:
+        value = regs[src]
+        buffers[t][lo:lo + count] = value[:count] if value.shape[0] == total else value[0]
+    return store
+
+
+def _alias_step(op: Op, src: int, out: int) -> Step:
+    def alias(regs: list[Any], buffers: list[np.ndarray]) -> None:
+        regs[out] = regs[src]
+    return alias
+
+
+def _cast_step(op: Op, src: int, out: int) -> Step:
+    target = op.result.dtype
+
+    def cast(regs: list[Any], buffers: list[np.ndarray]) -> None:
+        regs[out] = cast_array(regs[src], target)
+    return cast
+
+
+def _elementwise_step(op: Op, ins: list[int], out: int) -> Step:
+    """The interpreter's ``elementwise``: the registry's ufunc where the op is exactly
+    one and keeps the operand dtype (the interpreter's ``out=`` path), else its
+    ``numpy`` function in the compute dtype, converted to the result dtype."""
+    opdef = op.defn.elementwise
+    assert opdef is not None
+    result = op.result.dtype.np
+    ufunc = opdef.ufunc if op.result.dtype == op.compute_dtype else None
+    if ufunc is not None and len(ins) == 2:
+        a, b = ins
+
+        def binary(regs: list[Any], buffers: list[np.ndarray]) -> None:
+            value = ufunc(regs[a], regs[b])
+            regs[out] = value if value.dtype == result else value.astype(result)
+        return binary
+    if ufunc is not None and len(ins) == 1:
+        (a,) = ins
+
+        def unary(regs: list[Any], buffers: list[np.ndarray]) -> None:
+            value = ufunc(regs[a])
+            regs[out] = value if value.dtype == result else value.astype(result)
+        return unary
+    numpy_fn, dtype = opdef.numpy, op.compute_dtype
+
+    def elementwise(regs: list[Any], buffers: list[np.ndarray]) -> None:
+        value = np.asarray(numpy_fn(*[regs[r] for r in ins], dtype=dtype))
+        regs[out] = value if value.dtype == result else value.astype(result)
+    return elementwise
+
+
+# Steps of the non-elementwise kinds a flat kernel's data ops may have (elementwise
+# kinds go through their registry record; constants become fixed registers).
+_STEPS: dict[str, Callable[[Op, int, int], Step]] = {
+    "cast": _cast_step,
+    "broadcast": _alias_step,  # a (1,) or (total,) register broadcasts as it is
+    "hint": _alias_step,
+}

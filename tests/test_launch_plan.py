@@ -1,0 +1,188 @@
+"""Cached launches: launch recipes (``dsl.launch_cache``) and launch plans
+(``lowering.plan``). A repeated launch must give bit for bit what a fresh
+interpreter run gives, and keep every check of the full path."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import dsl
+from dsl.backends import UnknownBackendError
+from dsl.options import Options
+from lowering import interpreter, plan
+
+BF16 = ml_dtypes.bfloat16
+
+
+@dsl.jit
+def add_kernel(x, y, out, n, BLOCK: dsl.constexpr):
+    for start in dsl.tile_range(0, n, BLOCK):
+        idx = start + dsl.arange(0, BLOCK)
+        mask = idx < n
+        dsl.store(out, idx, dsl.load(x, idx, mask) + dsl.load(y, idx, mask), mask)
+
+
+@dsl.jit
+def mixed_kernel(x, y, out, n, scale, BLOCK: dsl.constexpr):
+    """Casts, a scalar argument, constants, a where on the mask, an index used as data."""
+    for start in dsl.tile_range(0, n, BLOCK):
+        idx = start + dsl.arange(0, BLOCK)
+        mask = idx < n
+        xv = dsl.load(x, idx, mask, 1.0).to(dsl.float32)
+        yv = dsl.load(y, idx, mask).to(dsl.float32)
+        r = dsl.where(xv > 0.5, xv * scale - yv, dsl.exp(yv)) + idx.to(dsl.float32)
+        dsl.store(out, idx, dsl.where(mask, r, 0.0).to(out.dtype), mask)
+
+
+@dsl.jit
+def program_kernel(x, out, n, BLOCK: dsl.constexpr):
+    """Triton's style: one block per program, no loop."""
+    idx = dsl.program_id(0) * BLOCK + dsl.arange(0, BLOCK)
+    mask = idx < n
+    dsl.store(out, idx, dsl.sqrt(dsl.abs(dsl.load(x, idx, mask))) * 2.0, mask)
+
+
+@dsl.jit
+def scale_kernel(x, out, n, s, BLOCK: dsl.constexpr):
+    for start in dsl.tile_range(0, n, BLOCK):
+        idx = start + dsl.arange(0, BLOCK)
+        dsl.store(out, idx, dsl.load(x, idx, idx < n) * s, idx < n)
+
+
+@pytest.fixture
+def replays(monkeypatch):
+    """Counts plan replays."""
+    count = {"n": 0}
+    original = plan.Plan.execute
+
+    def counting(self, launch):
+        count["n"] += 1
+        return original(self, launch)
+
+    monkeypatch.setattr(plan.Plan, "execute", counting)
+    return count
+
+
+def _fresh(kernel, args, kwargs, grid):
+    """What a plain interpreter run (no recipe, no plan) writes for these arguments."""
+    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    launch = kernel.prepare(tuple(copies), kwargs, grid)
+    interpreter.Interpreter(launch, Options()).run()
+    return copies
+
+
+CASES = {
+    "vector add, ragged": (add_kernel, lambda r: (r.random(1000, np.float32),
+                                                  r.random(1000, np.float32),
+                                                  np.empty(1000, np.float32), 1000),
+                           {"BLOCK": 256}, (4,), 2),
+    "mixed fp16 in, bf16 out": (mixed_kernel, lambda r: (
+        r.random(777).astype(np.float16), r.standard_normal(777).astype(np.float16),
+        np.empty(777, BF16), 777, np.float32(1.5)), {"BLOCK": 128}, (3,), 2),
+    "one block per program": (program_kernel, lambda r: (
+        r.standard_normal(500).astype(np.float32), np.empty(500, np.float32), 500),
+        {"BLOCK": 128}, (4,), 1),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_repeated_flat_launch_replays_its_plan_bit_for_bit(case, replays):
+    kernel, make, kwargs, grid, out_at = CASES[case]
+    rng = np.random.default_rng(0)
+    for call in range(3):
+        args = make(rng)  # new data (and new buffers) every call
+        expected = _fresh(kernel, args, kwargs, grid)[out_at]
+        kernel[grid](*args, **kwargs)
+        np.testing.assert_array_equal(args[out_at].view(np.uint8),
+                                      expected.view(np.uint8))
+    assert replays["n"] == 2, "the second and third launches must replay the plan"
+
+
+def test_a_scalar_argument_is_read_per_launch_not_baked_into_the_plan(replays):
+    x = np.ones(64, np.float32)
+    for s in (0.0, -0.0, 2.5, -0.0):  # 0.0 == -0.0: only the bits tell them apart
+        out = np.empty(64, np.float32)
+        scale_kernel[(2,)](x, out, 64, s, BLOCK=32)
+        np.testing.assert_array_equal(out.view(np.uint32),
+                                      (x * np.float32(s)).view(np.uint32))
+    assert replays["n"] >= 1
+
+
+def test_an_in_place_launch_is_interpreted_every_time(replays):
+    x = np.arange(100, dtype=np.float32)
+    for _ in range(3):
+        scale_kernel[(2,)](x, x, 100, 2.0, BLOCK=64)
+    np.testing.assert_array_equal(x, np.arange(100, dtype=np.float32) * 8)
+    assert replays["n"] == 0, "a stored tensor that is also read gets no plan"
+
+
+def test_out_of_bounds_is_still_caught_after_cached_launches():
+    src, dst = np.arange(64, dtype=np.float32), np.full(64, -1.0, np.float32)
+    for _ in range(3):
+        add_kernel[(2,)](src, src, dst, 64, BLOCK=32)
+    dst[:] = -1.0
+    with pytest.raises(dsl.OutOfBoundsError, match="tensor 'x' has 64 elements"):
+        add_kernel[(2,)](src, src, dst, 65, BLOCK=32)
+    assert np.all(dst == -1.0), "a failing launch writes nothing"
+
+
+def test_a_new_dtype_shape_stride_or_constexpr_gets_its_own_specialization():
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal(512).astype(np.float32)
+    for x, block in ((base, 64), (base.astype(np.float16), 64), (base[::2], 64),
+                     (base[::2], 128), (base, 64)):
+        out = np.empty(x.shape, x.dtype)
+        add_kernel[(2,)](x, x, out, x.size, BLOCK=block)
+        np.testing.assert_array_equal(out, x + x)
+
+
+def test_a_cached_launch_still_rejects_partial_overlap_and_read_only_outputs():
+    buf = np.arange(65, dtype=np.float32)
+    a, b, out = buf[:-1].copy(), buf[1:].copy(), np.empty(64, np.float32)
+    for _ in range(2):
+        add_kernel[(2,)](a, b, out, 64, BLOCK=32)
+    # same dtypes, shapes and strides as the cached call: only addresses differ
+    with pytest.raises(dsl.DSLLaunchError, match="partially overlap"):
+        add_kernel[(2,)](buf[:-1], buf[:-1], buf[1:], 64, BLOCK=32)
+    np.testing.assert_array_equal(buf, np.arange(65, dtype=np.float32))
+    out.flags.writeable = False
+    with pytest.raises(dsl.DSLLaunchError, match="read-only"):
+        add_kernel[(2,)](a, b, out, 64, BLOCK=32)
+
+
+def test_a_cached_launch_sees_a_changed_environment(monkeypatch):
+    x = np.ones(32, np.float32)
+    add_kernel[(1,)](x, x, np.empty(32, np.float32), 32, BLOCK=32)
+    monkeypatch.setenv("DSL_BACKEND", "no-such-backend")
+    with pytest.raises(UnknownBackendError, match="no-such-backend"):
+        add_kernel[(1,)](x, x, np.empty(32, np.float32), 32, BLOCK=32)
+
+
+def test_a_cached_launch_tells_autograd_about_writes(torch):
+    x = torch.ones(64)
+    out = torch.empty(64)
+    versions = []
+    for _ in range(3):
+        add_kernel[(2,)](x, x, out, 64, BLOCK=32)
+        versions.append(out._version)
+    assert versions == sorted(set(versions)), "every launch bumps the version counter"
+    assert torch.equal(out, x + x)
+
+
+def test_kernels_that_are_not_flat_get_no_plan():
+    @dsl.jit
+    def row_sum(x, out, BLOCK: dsl.constexpr):
+        r = dsl.program_id(0)
+        cols = dsl.arange(0, BLOCK)
+        dsl.store(out, r, dsl.sum(dsl.load(x, r * BLOCK + cols), 0))
+
+    x = np.arange(32, dtype=np.float32)
+    out = np.empty(4, np.float32)
+    for _ in range(2):
+        row_sum[(4,)](x, out, BLOCK=8)
+    np.testing.assert_array_equal(out, x.reshape(4, 8).sum(1))
+    fn = next(iter(row_sum._cache.values()))
+    assert interpreter._facts(fn).flat is None
+    assert interpreter._facts(next(iter(add_kernel._cache.values()))).flat is not None
