@@ -91,7 +91,7 @@ CASES = {
 def test_a_repeated_flat_launch_replays_its_plan_bit_for_bit(case, replays):
     kernel, make, kwargs, grid, out_at = CASES[case]
     rng = np.random.default_rng(0)
-    for call in range(3):
+    for _ in range(3):
         args = make(rng)  # new data (and new buffers) every call
         expected = _fresh(kernel, args, kwargs, grid)[out_at]
         kernel[grid](*args, **kwargs)
