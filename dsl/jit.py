@@ -87,6 +87,9 @@ class Launch:
     args: tuple[Any, ...]  # one runtime value per ``function.params`` entry
     grid: tuple[int, int, int]
     tensors: dict[str, BoundTensor]
+    # What the bounds proof of this launch depends on, when a launch recipe knows it
+    # cheaply (``dsl.launch_cache``); None: backends derive it from the fields above.
+    proof_hint: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -326,7 +329,11 @@ class JITFunction(InlinableKernel):
                 torch_tensors = {name: tensor for name, tensor in binding.torch_tensors.items()
                                  if name in written}
                 if key is not None and shape is not None:
-                    self._remember(key, shape, launch, binding, grid)
+                    recipe = self._remember(key, shape, (*args, *kwargs.values()), launch,
+                                            binding, grid)
+                    if recipe is not None:  # later launches will carry the same hint
+                        launch = dataclasses.replace(launch, proof_hint=recipe.proof_hint(
+                            launch.args, launch.tensors, launch.grid))
         except DSLCompileError as err:
             raise _without_compiler_frames(err) from None
         plans = _PLANS.get()
@@ -364,16 +371,18 @@ class JITFunction(InlinableKernel):
             return None, None
         return key, shape
 
-    def _remember(self, key: tuple, shape: CallShape, launch: Launch, binding: Binding,
-                  grid: Grid | None) -> None:
+    def _remember(self, key: tuple, shape: CallShape, values: tuple[Any, ...], launch: Launch,
+                  binding: Binding, grid: Grid | None) -> LaunchRecipe | None:
         meta = {name: spec.value for name, spec in binding.specs.items()
                 if isinstance(spec, ConstSpec)}
-        recipe = build_recipe(shape, launch, meta, grid, frozenset(binding.torch_tensors))
+        recipe = build_recipe(shape, values, launch, meta, grid,
+                              frozenset(binding.torch_tensors))
         if recipe is None:
-            return
+            return None
         if len(self._recipes) >= RECIPES_PER_KERNEL:
             self._recipes.pop(next(iter(self._recipes)))
         self._recipes[key] = recipe
+        return recipe
 
     def overlap_error(self, stored: str, other: str) -> DSLLaunchError:
         """The error for a stored tensor that partially overlaps another argument."""

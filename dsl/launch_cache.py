@@ -19,11 +19,13 @@ takes the full path, so the cache can only skip work, never change a result.
 from __future__ import annotations
 
 import inspect
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dsl.dtypes import DType
 from dsl.views import TensorView, as_view, is_torch_tensor, partially_overlaps
 
 if TYPE_CHECKING:
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
 
 # Recipes kept per kernel (most recent call shapes).
 RECIPES_PER_KERNEL = 64
+
+_SERIALS = itertools.count()
 
 _INT32 = (-(2**31), 2**31)
 
@@ -127,6 +131,12 @@ class TensorRecipe:
     stored: bool
     through_pointers: bool
     torch: bool  # passed as a torch tensor (autograd is told about writes)
+    contiguous_array: bool  # a C-contiguous NumPy array: its view is built inline
+    scalar_array: bool  # a NumPy array whose elements are all one: likewise
+    corner: tuple  # the slices that select a scalar array's element as a 1-element view
+    dtype: DType
+    shape: tuple[int, ...]
+    view_strides: tuple[int, ...]  # element strides of the argument itself
     sizes: tuple[int, ...]
     strides: tuple[int, ...]
     base: int
@@ -137,6 +147,7 @@ class TensorRecipe:
 class LaunchRecipe:
     """A launch's host side for one call key (see the module doc)."""
 
+    serial: int  # unique per recipe: names its layouts in proof hints
     function: Function
     grid: tuple[int, int, int] | None  # None: a callable grid, called per launch
     meta: dict[str, Any]
@@ -150,12 +161,19 @@ class LaunchRecipe:
         """The ``Launch`` of a call with this recipe's key."""
         from dsl.jit import BoundTensor, Launch
 
-        values = list(args) + list(kwargs.values())
+        values = (*args, *kwargs.values())
         bound: dict[str, BoundTensor] = {}
         for t in self.tensors:
             value = values[t.position]
-            view = as_view(value)
-            buffer = view.buffer[view.base + t.span[0]:view.base + t.span[1]]
+            if t.contiguous_array:  # fixed by the key: a C-contiguous NumPy array
+                buffer = value.reshape(-1)
+                view = TensorView(buffer, t.dtype, t.shape, t.view_strides, 0, value)
+            elif t.scalar_array:  # a NumPy array broadcast from one element
+                buffer = value[t.corner].reshape(1)
+                view = TensorView(buffer, t.dtype, t.shape, t.view_strides, 0, value)
+            else:
+                view = as_view(value)
+                buffer = view.buffer[view.base + t.span[0]:view.base + t.span[1]]
             if t.through_pointers:
                 buffer = view.kernel_memory()
             bound[t.name] = BoundTensor(t.name, view, buffer, t.sizes, t.strides, t.base)
@@ -168,18 +186,32 @@ class LaunchRecipe:
                     raise kernel.overlap_error(t.name, other.name)
         runtime: list[Any] = []
         for entry in self.runtime:
-            if entry[0] == "tensor":
+            kind = entry[0]
+            if kind == "tensor":
                 runtime.append(bound[entry[1]])
-            elif entry[0] == "scalar":
+            elif kind == "scalar":
                 runtime.append(entry[2](values[entry[1]]))
             else:
                 runtime.append(entry[1])
         grid3 = self.grid if self.grid is not None else kernel.grid(grid, self.meta)
-        return Launch(self.function, tuple(runtime), grid3, bound)
+        return Launch(self.function, tuple(runtime), grid3, bound,
+                      self.proof_hint(runtime, bound, grid3))
+
+    def proof_hint(self, runtime: list[Any] | tuple[Any, ...], bound: dict[str, Any],
+                   grid: tuple[int, int, int]) -> tuple:
+        """What a launch's bounds proof depends on beyond this recipe's key (which
+        fixes the specialization, every layout and tensor size): the scalar values
+        bit for bit, the memory a pointer-addressed tensor spans, the grid."""
+        hint: list[Any] = [self.serial, grid]
+        hint.extend(bound[t.name].buffer.shape[0] for t in self.tensors if t.through_pointers)
+        hint.extend(value.tobytes() for entry, value in zip(self.runtime, runtime)
+                    if entry[0] == "scalar")
+        return tuple(hint)
 
 
-def build_recipe(shape: CallShape, launch: Launch, meta: dict[str, Any], grid: Any,
-                 torch_names: frozenset[str]) -> LaunchRecipe | None:
+def build_recipe(shape: CallShape, launch_values: tuple[Any, ...], launch: Launch,
+                 meta: dict[str, Any], grid: Any, torch_names: frozenset[str]
+                 ) -> LaunchRecipe | None:
     """The recipe of a launch the full path prepared, or None when a part of it is not
     fixed by the call key."""
     fn = launch.function
@@ -194,8 +226,15 @@ def build_recipe(shape: CallShape, launch: Launch, meta: dict[str, Any], grid: A
         start = view.buffer.ctypes.data + view.base * view.buffer.itemsize
         lo = (t.buffer.ctypes.data - start) // view.buffer.itemsize if t.buffer.size else 0
         span = (lo, lo + t.buffer.size) if name not in through else (0, 0)
+        value = launch_values[positions[name]]
+        array = type(value) is np.ndarray and value.size > 0
+        contiguous = array and value.flags.c_contiguous
+        scalar = array and not contiguous and not any(value.strides)
         tensors.append(TensorRecipe(name, positions[name], name in stored, name in through,
-                                    name in torch_names, t.sizes, t.strides, t.base, span))
+                                    name in torch_names, contiguous, scalar,
+                                    (slice(0, 1),) * value.ndim if scalar else (), view.dtype,
+                                    view.shape, view.strides, t.sizes, t.strides, t.base,
+                                    span))
     runtime: list[tuple] = []
     for param, value in zip(fn.params, launch.args):
         if param.role == "tensor":
@@ -207,4 +246,4 @@ def build_recipe(shape: CallShape, launch: Launch, meta: dict[str, Any], grid: A
         else:
             runtime.append(("fixed", value))
     fixed_grid = launch.grid if not callable(grid) else None
-    return LaunchRecipe(fn, fixed_grid, meta, tuple(tensors), tuple(runtime))
+    return LaunchRecipe(next(_SERIALS), fn, fixed_grid, meta, tuple(tensors), tuple(runtime))

@@ -134,9 +134,9 @@ def partially_overlaps(a: TensorView, b: TensorView | None) -> bool:
     """``a`` shares memory with ``b`` without being exactly the same view (an exact
     alias, ``out is input``, is safe for elementwise work: each element is read and
     written by the same lane)."""
-    if b is None or a.numel == 0 or b.numel == 0:
+    if b is None or not np.may_share_memory(a.buffer, b.buffer):
         return False
-    return bool(np.may_share_memory(a.buffer, b.buffer)) and not same_elements(a, b)
+    return a.numel > 0 and b.numel > 0 and not same_elements(a, b)
 
 
 def mark_written(obj: Any) -> Any:
@@ -183,6 +183,8 @@ def as_view(obj: Any) -> TensorView:
     corner = arr[tuple(slice(n - 1, n) if s < 0 else slice(0, 1)
                        for n, s in zip(shape, strides)) + (Ellipsis,)]
     lo, hi = span(shape, strides)
+    if lo == hi:  # one element (a broadcast scalar): the corner is the buffer
+        return TensorView(corner.reshape(1), dtype, shape, strides, 0, obj)
     buffer = np.lib.stride_tricks.as_strided(
         corner, shape=(hi - lo + 1,), strides=(item,), writeable=arr.flags.writeable)
     return TensorView(buffer, dtype, shape, strides, -lo, obj)

@@ -923,7 +923,9 @@ def execute(launch: Launch, options: Options) -> None:
     facts = _facts(launch.function)
     key = None
     if facts.flat is not None and options.race_check != "full":
-        key = proof_key(launch, options.race_check != "off", False)
+        race = options.race_check != "off"
+        key = (race, launch.proof_hint) if launch.proof_hint is not None else \
+            proof_key(launch, race, False)
         plan = facts.plans.get(key)
         if plan is not None and not _overlaps(launch.tensors, facts.loaded, facts.stored):
             plan.execute(launch)

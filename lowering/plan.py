@@ -216,10 +216,13 @@ class Plan:
     params: list[tuple[int, int]]  # (register, position in launch.args)
     tensors: list[int]  # positions in launch.args of the tensors, by plan tensor index
 
-    def execute(self, launch: Launch) -> None:
-        regs: list[Any] = [None] * self.registers
+    def __post_init__(self) -> None:
+        self.template: list[Any] = [None] * self.registers
         for reg, value in self.constants.items():
-            regs[reg] = value
+            self.template[reg] = value
+
+    def execute(self, launch: Launch) -> None:
+        regs = self.template.copy()
         args = launch.args
         for reg, position in self.params:
             regs[reg] = np.asarray([args[position]])
