@@ -46,7 +46,7 @@ class _Shaped:
         return classify(self.shape, self.strides)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class TensorView(_Shaped):
     """A strided view over a flat buffer. Build it with ``as_view`` or ``broadcast_to``."""
 
@@ -163,11 +163,26 @@ def to_numpy(obj: Any) -> np.ndarray:
     raise TypeError(f"expected a NumPy array or a torch tensor, got {type(obj).__name__}")
 
 
+# (dtype, shape, strides) of C-contiguous arrays seen -> (DType, element strides):
+# viewing an array is on every launch's path.
+_CONTIGUOUS: dict[tuple, tuple[DType, tuple[int, ...]]] = {}
+
+
 def as_view(obj: Any) -> TensorView:
     """View a NumPy array, CPU torch tensor or TensorView (no copy)."""
     if isinstance(obj, TensorView):
         return obj
     arr = obj if type(obj) is np.ndarray else to_numpy(obj)
+    if arr.flags.c_contiguous and arr.size:
+        key = (arr.dtype, arr.shape, arr.strides)
+        known = _CONTIGUOUS.get(key)
+        if known is None:
+            item = arr.itemsize
+            known = (dt.from_numpy(arr.dtype), tuple(s // item for s in arr.strides))
+            if len(_CONTIGUOUS) >= 1024:
+                _CONTIGUOUS.clear()
+            _CONTIGUOUS[key] = known
+        return TensorView(arr.reshape(-1), known[0], arr.shape, known[1], 0, obj)
     dtype = dt.from_numpy(arr.dtype)
     item = arr.itemsize
     if any(s % item for s in arr.strides):
@@ -176,8 +191,6 @@ def as_view(obj: Any) -> TensorView:
     shape = tuple(arr.shape)
     if arr.size == 0:
         return TensorView(np.empty(0, arr.dtype), dtype, shape, strides, 0)
-    if arr.flags.c_contiguous:  # the common case, without the general path's slicing
-        return TensorView(arr.reshape(-1), dtype, shape, strides, 0, obj)
     # Element strides let us find the lowest address; the buffer starts there.
     # The trailing Ellipsis keeps a 0-d array a view (arr[()] would copy out a scalar).
     corner = arr[tuple(slice(n - 1, n) if s < 0 else slice(0, 1)
