@@ -13,7 +13,7 @@ and vector add at 1K (``examples/vector_add.py``'s ``add`` against ``x + y``).
 Prints microseconds and the ratios the goals name: kernel <= 50 us and
 op / aten <= 5.
 
-    python benchmarks/bench_overhead.py [--repeat 2000]
+    python benchmarks/bench_overhead.py [--repeat 300] [--rounds 7]
 """
 
 from __future__ import annotations
@@ -36,14 +36,19 @@ from lowering.interpreter import Interpreter  # noqa: E402
 from ops.bce_backward import bce_backward_kernel  # noqa: E402
 
 
-def best_of(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
-    """Best time per candidate in microseconds, the candidates interleaved."""
+def best_of(fns: dict[str, Callable[[], object]], repeat: int, rounds: int
+            ) -> dict[str, float]:
+    """Best time per call in microseconds. The candidates take turns, ``rounds``
+    times, each turn ``repeat`` calls in a row: per-call overhead is a warm,
+    steady-state cost, and calling one candidate between every two calls of
+    another (whose temporaries evict the caches) would time the eviction."""
     best = {name: float("inf") for name in fns}
-    for _ in range(repeat):
+    for _ in range(rounds):
         for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - start)
+            for _ in range(repeat):
+                start = time.perf_counter()
+                fn()
+                best[name] = min(best[name], time.perf_counter() - start)
     return {name: t * 1e6 for name, t in best.items()}
 
 
@@ -85,13 +90,14 @@ def candidates() -> dict[str, Callable[[], object]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=300, help="calls in a row per turn")
+    parser.add_argument("--rounds", type=int, default=7, help="turns per candidate")
     args = parser.parse_args()
     fns = candidates()
     for fn in fns.values():  # compile, record the plans, warm the caches
         fn()
         fn()
-    t = best_of(fns, args.repeat)
+    t = best_of(fns, args.repeat, args.rounds)
     for name, us in t.items():
         print(f"{name:14s} {us:9.1f} us")
     print(f"kernel: {t['kernel']:.1f} us per cached launch (goal <= 50); "

@@ -311,10 +311,10 @@ class JITFunction(InlinableKernel):
         recipe = self._recipes.get(key) if key is not None else None
         try:
             if recipe is not None:  # a call shape seen before: only this call's parts
-                executor = _execution_backend(options)
+                executor = recipe.executor  # the options are part of the key
                 launch = recipe.prepare(self, args, kwargs, grid)
-                torch_tensors = {t.name: (list(args) + list(kwargs.values()))[t.position]
-                                 for t in recipe.tensors if t.stored and t.torch}
+                torch_tensors = {t.name: (*args, *kwargs.values())[t.position]
+                                 for t in recipe.written_torch}
             else:
                 binding = self.bind_arguments(args, kwargs)
                 device = binding.device
@@ -330,7 +330,7 @@ class JITFunction(InlinableKernel):
                                  if name in written}
                 if key is not None and shape is not None:
                     recipe = self._remember(key, shape, (*args, *kwargs.values()), launch,
-                                            binding, grid)
+                                            binding, grid, options)
                     if recipe is not None:  # later launches will carry the same hint
                         launch = dataclasses.replace(launch, proof_hint=recipe.proof_hint(
                             launch.args, launch.tensors, launch.grid))
@@ -372,11 +372,12 @@ class JITFunction(InlinableKernel):
         return key, shape
 
     def _remember(self, key: tuple, shape: CallShape, values: tuple[Any, ...], launch: Launch,
-                  binding: Binding, grid: Grid | None) -> LaunchRecipe | None:
+                  binding: Binding, grid: Grid | None, options: Options
+                  ) -> LaunchRecipe | None:
         meta = {name: spec.value for name, spec in binding.specs.items()
                 if isinstance(spec, ConstSpec)}
         recipe = build_recipe(shape, values, launch, meta, grid,
-                              frozenset(binding.torch_tensors))
+                              frozenset(binding.torch_tensors), _execution_backend(options))
         if recipe is None:
             return None
         if len(self._recipes) >= RECIPES_PER_KERNEL:

@@ -58,6 +58,8 @@ def _tensor_key(value: Any) -> tuple | None:
 def _runtime_key(value: Any) -> Any:
     """What a runtime (non-constexpr) argument contributes to the key."""
     kind = type(value)
+    if kind is np.ndarray:
+        return (kind, value.dtype, value.shape, value.strides, value.flags.writeable)
     if kind is bool or kind is float or value is None:
         return kind
     if kind is int:
@@ -155,6 +157,9 @@ class LaunchRecipe:
     # per parameter of ``function``: ("tensor", name) | ("scalar", position, numpy type)
     # | ("fixed", value) (a hidden layout value, fixed by the key)
     runtime: tuple[tuple, ...]
+    executor: Any  # the execution backend the key's options name
+    # the stored tensors passed as torch tensors (autograd is told of their writes)
+    written_torch: tuple[TensorRecipe, ...]
 
     def prepare(self, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                 grid: Any) -> Launch:
@@ -210,7 +215,7 @@ class LaunchRecipe:
 
 
 def build_recipe(shape: CallShape, launch_values: tuple[Any, ...], launch: Launch,
-                 meta: dict[str, Any], grid: Any, torch_names: frozenset[str]
+                 meta: dict[str, Any], grid: Any, torch_names: frozenset[str], executor: Any
                  ) -> LaunchRecipe | None:
     """The recipe of a launch the full path prepared, or None when a part of it is not
     fixed by the call key."""
@@ -246,4 +251,5 @@ def build_recipe(shape: CallShape, launch_values: tuple[Any, ...], launch: Launc
         else:
             runtime.append(("fixed", value))
     fixed_grid = launch.grid if not callable(grid) else None
-    return LaunchRecipe(next(_SERIALS), fn, fixed_grid, meta, tuple(tensors), tuple(runtime))
+    return LaunchRecipe(next(_SERIALS), fn, fixed_grid, meta, tuple(tensors), tuple(runtime),
+                        executor, tuple(t for t in tensors if t.stored and t.torch))

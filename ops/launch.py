@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -36,19 +34,26 @@ def result(out: Any, input: Any, checked: Checked,
     return out, view
 
 
-@contextlib.contextmanager
-def unaliased(out: TensorView, operands: list[TensorView | None]) -> Iterator[TensorView]:
+class unaliased:  # noqa: N801 -- used as a function: ``with unaliased(out, ops) as v``
     """The view a kernel should write: ``out`` itself, or, when ``out`` partially
     overlaps an operand (``out=buf[1:]`` for ``buf[:-1]``, ``out=x.T``), a fresh
     temporary copied into ``out`` once the kernel has read every operand -- so the
-    result is what it would be without the overlap, at any size."""
-    if not any(partially_overlaps(out, op) for op in operands):
-        yield out
-        return
-    staging = np.empty(out.shape, out.buffer.dtype)
-    yield as_view(staging)
-    if not is_planning():  # phase 1 of the aclnn API runs nothing and writes nothing
-        np.copyto(out.to_numpy(), staging)
+    result is what it would be without the overlap, at any size. (A class rather than
+    a generator context manager: it is on every operator call's path.)"""
+
+    def __init__(self, out: TensorView, operands: list[TensorView | None]) -> None:
+        self.out = out
+        self.staging: TensorView | None = None
+        if any(partially_overlaps(out, op) for op in operands):
+            self.staging = as_view(np.empty(out.shape, out.buffer.dtype))
+
+    def __enter__(self) -> TensorView:
+        return self.out if self.staging is None else self.staging
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+        # phase 1 of the aclnn API runs nothing and writes nothing
+        if self.staging is not None and kind is None and not is_planning():
+            np.copyto(self.out.to_numpy(), self.staging.to_numpy())
 
 
 def scale_of(checked: Checked) -> float:

@@ -21,9 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from dsl import dtypes as dt
 from dsl.dtypes import DType
-from dsl.views import broadcast_shape_ok
+from dsl.views import broadcast_shape_ok, is_torch_tensor
 from ops import status
 from ops.chips import Chip, has_logits_target_backward
 from ops.tensors import MAX_RANK, SUPPORTED, device_error, dtype_name, dtype_of, is_tensor
@@ -76,9 +78,55 @@ def parse_reduction(reduction: Any) -> int:
     raise status.invalid(f"reduction must be 'none', 'mean', 'sum' or 0, 1, 2; got {reduction!r}")
 
 
+def _signature(value: Any) -> tuple | None:
+    """All that validation reads of one argument (its kind, dtype, shape and device),
+    or None when it cannot say (then the call is validated in full)."""
+    if value is None:
+        return ()
+    kind = type(value)
+    if kind is np.ndarray or isinstance(value, np.generic):
+        return (kind, value.dtype, value.shape)
+    if is_torch_tensor(value):
+        return (kind, value.dtype, tuple(value.shape), value.device.type)
+    return None
+
+
+def _call_signature(rules: OperatorRules, tensors: dict[str, Any], reduction: Any,
+                    chip: Chip) -> tuple | None:
+    parts: list[Any] = [rules.name, chip]
+    for name, value in tensors.items():
+        signature = _signature(value)
+        if signature is None:
+            return None
+        parts.append((name, signature))
+    if type(reduction) is str or type(reduction) is int:
+        parts.append((type(reduction), reduction))
+        return tuple(parts)
+    return None
+
+
+# Successful validations by call signature: every step depends only on the
+# arguments' kinds, dtypes, shapes and devices, the reduction and the chip, so a call
+# with the same signature passes with the same result (a failing one is never kept).
+_VALIDATED: dict[tuple, Checked] = {}
+
+
 def validate(rules: OperatorRules, tensors: dict[str, Any], reduction: Any, chip: Chip) -> Checked:
     """Run the six steps for ``tensors`` (operand name -> tensor or None, with 'input'
     and 'out' among them)."""
+    signature = _call_signature(rules, tensors, reduction, chip)
+    checked = _VALIDATED.get(signature) if signature is not None else None
+    if checked is None:
+        checked = _validate(rules, tensors, reduction, chip)
+        if signature is not None:
+            if len(_VALIDATED) >= 256:
+                _VALIDATED.clear()
+            _VALIDATED[signature] = checked
+    return checked
+
+
+def _validate(rules: OperatorRules, tensors: dict[str, Any], reduction: Any, chip: Chip
+              ) -> Checked:
     for name in rules.required:  # step 1
         if tensors.get(name) is None:
             raise status.nullptr(f"{name} is a required tensor and must not be None")
