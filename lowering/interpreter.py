@@ -54,7 +54,7 @@ from dsl.opdefs import COMBINES, OPS, Effect
 from dsl.options import Options
 from lowering import workers
 from lowering.buffers import scratch
-from lowering.lanes import LaneMask, Lanes, materialize, take_rows
+from lowering.lanes import Affine, BoxMask, LaneMask, Lanes, materialize, take_rows
 from lowering.memory import AccessSite, StoreJournal, check_bounds, check_store_race, load
 from lowering.plan import FlatForm, Plan, Recorder, flat_form
 from lowering.prepass import index_slice
@@ -338,24 +338,67 @@ class Interpreter:
             op.regions for op in walk_block(block))
 
     def op_add(self, op: Op, frame: Frame) -> None:
-        """``lanes + uniform`` stays a lazy ``Lanes``; anything else is elementwise."""
+        """``lanes + uniform`` stays a lazy ``Lanes``, an affine block plus a uniform
+        value or another affine block stays ``Affine``; anything else is elementwise."""
         a, b = args = [frame.get(op.lhs), frame.get(op.rhs)]
-        if isinstance(b, Lanes) and not isinstance(a, Lanes):
+        if isinstance(b, (Lanes, Affine)) and not isinstance(a, (Lanes, Affine)):
             a, b = b, a
-        per_row = _row_uniform(b) if isinstance(a, Lanes) else None
-        shifted = a.shifted(per_row) if per_row is not None and isinstance(a, Lanes) else None
-        if shifted is not None:
-            frame.set(op.result, shifted)
-            return
+        if isinstance(a, (Lanes, Affine)):
+            per_row = _row_uniform(b)
+            result: Lanes | Affine | None = None
+            if per_row is not None:
+                result = a.shifted(per_row)
+            elif isinstance(b, (Lanes, Affine)) and not (isinstance(a, Lanes) and
+                                                        isinstance(b, Lanes)):
+                first, second = Affine.of(a), Affine.of(b)
+                result = first.plus(second) if first and second else None
+            if result is not None:
+                frame.set(op.result, result.simplest() if isinstance(result, Affine)
+                          else result)
+                return
+        self.elementwise(op, frame, args)
+
+    def op_mul(self, op: Op, frame: Frame) -> None:
+        """An affine block (``Lanes`` included) times a scalar that is the same for
+        every row and lane stays ``Affine``; anything else is elementwise."""
+        a, b = args = [frame.get(op.lhs), frame.get(op.rhs)]
+        if isinstance(b, (Lanes, Affine)) and not isinstance(a, (Lanes, Affine)):
+            a, b = b, a
+        affine = Affine.of(a)
+        if affine is not None and isinstance(b, np.ndarray) and b.size == 1 \
+                and np.issubdtype(b.dtype, np.integer):
+            scaled = affine.scaled(int(b.reshape(-1)[0]))
+            if scaled is not None:
+                frame.set(op.result, scaled.simplest())
+                return
         self.elementwise(op, frame, args)
 
     def op_lt(self, op: Op, frame: Frame) -> None:
-        """``lanes < uniform`` becomes a lazy ``LaneMask``; anything else is elementwise."""
+        """``lanes < uniform`` becomes a lazy ``LaneMask``, an affine block that varies
+        along one axis compared with a uniform value a ``BoxMask``; anything else is
+        elementwise."""
         a, b = args = [frame.get(op.lhs), frame.get(op.rhs)]
-        per_row = _row_uniform(b) if isinstance(a, Lanes) else None
+        per_row = _row_uniform(b) if isinstance(a, (Lanes, Affine)) else None
         if per_row is not None and isinstance(a, Lanes):
             frame.set(op.result, LaneMask(a, per_row.astype(np.int64)))
             return
+        if per_row is not None and isinstance(a, Affine):
+            box = a.mask_below(per_row)
+            if box is not None:
+                frame.set(op.result, box)
+                return
+        self.elementwise(op, frame, args)
+
+    def op_and(self, op: Op, frame: Frame) -> None:
+        """``&`` of two box masks (of 2-D or more blocks) is a box; anything else is
+        elementwise."""
+        a, b = args = [frame.get(op.lhs), frame.get(op.rhs)]
+        if isinstance(a, BoxMask) or isinstance(b, BoxMask):
+            first, second = BoxMask.of(a), BoxMask.of(b)
+            both = first.both(second) if first and second else None
+            if both is not None:
+                frame.set(op.result, both)
+                return
         self.elementwise(op, frame, args)
 
     def _fold(self, op: Op, frame: Frame, scan: bool) -> None:
@@ -482,13 +525,26 @@ class Interpreter:
         frame.set(op.result, bitcast_array(arr, op.result.dtype.np))
 
     def op_broadcast(self, op: Op, frame: Frame) -> None:
-        arr = materialize(frame.get(op.source))
+        src, dst = op.source.type.rank, op.result.type.rank
+        x = frame.get(op.source)
+        if src >= 1 and isinstance(x, (Affine, BoxMask)) or (
+                dst > src >= 1 and isinstance(x, (Lanes, LaneMask))):
+            lazy = Affine.of(x) if isinstance(x, (Lanes, Affine)) else BoxMask.of(x)
+            assert lazy is not None
+            frame.set(op.result, lazy.lead(dst - src))  # NumPy broadcasting does the rest
+            return
+        arr = materialize(x)
         frame.owned.discard(op.source.uid)  # the result is a view of it
         src, dst = op.source.type.rank, op.result.type.rank
         frame.set(op.result, arr.reshape((arr.shape[0],) + (1,) * (dst - src) + arr.shape[1:]))
 
     def op_expand_dims(self, op: Op, frame: Frame) -> None:
-        arr = materialize(frame.get(op.source))
+        x = frame.get(op.source)
+        lazy = Affine.of(x) if isinstance(x, (Lanes, Affine)) else BoxMask.of(x)
+        if lazy is not None:
+            frame.set(op.result, lazy.expanded(op.attrs["axis"]))
+            return
+        arr = materialize(x)
         frame.owned.discard(op.source.uid)  # the result is a view of it
         frame.set(op.result, np.expand_dims(arr, 1 + op.attrs["axis"]))
 
@@ -651,7 +707,7 @@ class Interpreter:
             self._track(op, frame, index, mask, write=False)
         offset = frame.get(op.offset)
         other = frame.get(op.other) if op.other is not None else None
-        if isinstance(mask, LaneMask) and mask.all_true():
+        if isinstance(mask, (LaneMask, BoxMask)) and mask.all_true():
             mask = None
         if isinstance(offset, np.ndarray) and offset.size == 1 and mask is None:
             # Every lane reads the same element (a broadcast scalar): keep it a scalar.
@@ -988,9 +1044,9 @@ def _scatter_rows(old: np.ndarray, new: np.ndarray, rows: np.ndarray, size: int)
 
 def _row_uniform(x: Any) -> np.ndarray | None:
     """The per-row values of a value that is uniform across the lanes of each row
-    (shape (rows, 1)), else None."""
-    if isinstance(x, np.ndarray) and x.ndim == 2 and x.shape[1] == 1:
-        return x[:, 0]
+    (shape (rows, 1, ..., 1)), else None."""
+    if isinstance(x, np.ndarray) and x.ndim >= 2 and x.size == x.shape[0]:
+        return x.reshape(x.shape[0])
     return None
 
 
@@ -1009,7 +1065,9 @@ def _overlaps(tensors: dict[str, BoundTensor], loaded: frozenset[str],
 HANDLERS: dict[str, Callable[[Interpreter, Op, Frame], None]] = {
     **{kind: Interpreter.elementwise for kind, d in OPS.items() if d.is_elementwise},
     "add": Interpreter.op_add,
+    "mul": Interpreter.op_mul,
     "lt": Interpreter.op_lt,
+    "and": Interpreter.op_and,
     "where": Interpreter.op_where,
     "const": Interpreter.op_const,
     "arange": Interpreter.op_arange,

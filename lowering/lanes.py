@@ -8,9 +8,21 @@ them lazy:
 - ``Lanes``: ``value[row, lane] = base[row] + lane`` over a 1-D block of ``length``.
 - ``LaneMask``: ``lanes < bound[row]``.
 
-Both know how to materialise themselves exactly (with the IR dtype's wrap-around),
-and the interpreter falls back to materialising whenever an op is not one of the
-few that preserve the form (adding a lane-uniform value, comparing with one).
+Blocks of more dimensions (``rows[:, None] * n_cols + cols[None, :]``, masked with
+``(rows < n_rows) & (cols < n_cols)``) have two more forms, so that a 2-D load is a
+strided window of memory instead of a gather through a full index array:
+
+- ``Affine``: ``value[row, i_0, ..., i_d] = base[row] + sum_k coefs[k] * i_k``; the
+  coefficients are the same for every row (a size-1 axis has coefficient 0).
+- ``BoxMask``: ``i_k < bounds[k][row]`` on every bounded axis ``k``: the valid lanes of
+  each row form a box anchored at the origin.
+
+All know how to materialise themselves exactly (with the IR dtype's wrap-around; a
+lazy form is only made when no value leaves the dtype's range), and the interpreter
+falls back to materialising whenever an op is not one of the few that preserve the
+form (adding a lane-uniform value or another affine block, multiplying by a
+uniform scalar, comparing with a lane-uniform value, ``&`` of two masks, inserting
+or broadcasting unit axes).
 """
 
 from __future__ import annotations
@@ -78,9 +90,189 @@ class LaneMask:
         return bool(np.all(self.bound >= self.lanes.base + self.lanes.length))
 
 
+def _axis(values: np.ndarray, axis: int, rank: int) -> np.ndarray:
+    """1-D ``values`` laid along block axis ``axis`` of a (rows, *block) array."""
+    shape = [1] * (rank + 1)
+    shape[axis + 1] = values.shape[0]
+    return values.reshape(shape)
+
+
+@dataclass(frozen=True)
+class Affine:
+    """``base[row] + sum_k coefs[k] * i_k`` over a block of ``shape``; ``base`` has
+    shape (rows,) or (1,). Build with ``Affine.make``, which refuses forms whose
+    values could leave the dtype's range."""
+
+    base: np.ndarray  # int64
+    shape: tuple[int, ...]
+    coefs: tuple[int, ...]
+    dtype: np.dtype
+
+    @staticmethod
+    def make(base: np.ndarray, shape: tuple[int, ...], coefs: tuple[int, ...],
+             dtype: np.dtype) -> Affine | None:
+        limits = _INT_LIMITS.get(np.dtype(dtype))
+        if limits is None or len(shape) != len(coefs):
+            return None
+        coefs = tuple(int(c) if n > 1 else 0 for c, n in zip(coefs, shape))
+        low = sum(c * (n - 1) for c, n in zip(coefs, shape) if c < 0)
+        high = sum(c * (n - 1) for c, n in zip(coefs, shape) if c > 0)
+        if base.size and (int(base.min()) + low < limits[0] or
+                          int(base.max()) + high > limits[1]):
+            return None
+        return Affine(base.astype(np.int64, copy=False), tuple(shape), coefs, np.dtype(dtype))
+
+    @staticmethod
+    def of(x: object) -> Affine | None:
+        """``x`` as an affine block when it is one (a ``Lanes`` is)."""
+        if isinstance(x, Affine):
+            return x
+        if isinstance(x, Lanes):
+            return Affine(x.base, (x.length,), (1,), x.dtype)
+        return None
+
+    @property
+    def rows(self) -> int:
+        return self.base.shape[0]
+
+    def simplest(self) -> Affine | Lanes:
+        """A 1-D block with coefficient 1 as the ``Lanes`` it is (whose contiguous
+        runs the interpreter turns into slices)."""
+        if len(self.shape) == 1 and self.coefs == (1,):
+            return Lanes(self.base, self.shape[0], self.dtype)
+        return self
+
+    def materialize(self) -> np.ndarray:
+        rank = len(self.shape)
+        acc = self.base.reshape((-1,) + (1,) * rank)
+        for k, (n, c) in enumerate(zip(self.shape, self.coefs)):
+            if c:
+                acc = acc + _axis(np.arange(n, dtype=np.int64) * c, k, rank)
+        return np.broadcast_to(acc, (acc.shape[0],) + self.shape).astype(self.dtype)
+
+    def take(self, rows: np.ndarray) -> Affine:
+        if self.base.shape[0] == 1:
+            return self
+        return Affine(self.base[rows], self.shape, self.coefs, self.dtype)
+
+    def expanded(self, axis: int) -> Affine:
+        """A unit axis inserted at ``axis``."""
+        return Affine(self.base, self.shape[:axis] + (1,) + self.shape[axis:],
+                      self.coefs[:axis] + (0,) + self.coefs[axis:], self.dtype)
+
+    def lead(self, count: int) -> Affine:
+        """``count`` unit axes in front (a broadcast to a higher rank)."""
+        return Affine(self.base, (1,) * count + self.shape, (0,) * count + self.coefs,
+                      self.dtype)
+
+    def shifted(self, delta: np.ndarray) -> Affine | None:
+        """``self + delta`` (delta per row, or one for all rows)."""
+        return Affine.make(self.base + delta.astype(np.int64), self.shape, self.coefs,
+                           self.dtype)
+
+    def scaled(self, factor: int) -> Affine | None:
+        """``self * factor`` (the same factor for every row and lane)."""
+        return Affine.make(self.base * factor, self.shape,
+                           tuple(c * factor for c in self.coefs), self.dtype)
+
+    def plus(self, other: Affine) -> Affine | None:
+        """``self + other``, broadcasting the block shapes (NumPy rules)."""
+        if len(self.shape) != len(other.shape) or any(
+                a != b and 1 not in (a, b) for a, b in zip(self.shape, other.shape)):
+            return None
+        if self.rows != other.rows and 1 not in (self.rows, other.rows):
+            return None
+        shape = tuple(max(a, b) for a, b in zip(self.shape, other.shape))
+        coefs = tuple(a + b for a, b in zip(self.coefs, other.coefs))
+        return Affine.make(self.base + other.base, shape, coefs, self.dtype)
+
+    def mask_below(self, bound: np.ndarray) -> BoxMask | None:
+        """``self < bound`` (bound per row) as a box, when one axis alone varies with a
+        positive coefficient."""
+        varying = [k for k, c in enumerate(self.coefs) if c]
+        if len(varying) != 1 or self.coefs[varying[0]] < 0:
+            return None
+        k = varying[0]
+        c = self.coefs[k]
+        # base + c*i < bound  <=>  i < (bound - base - 1) // c + 1
+        upper = np.clip((bound.astype(np.int64) - self.base - 1) // c + 1, 0, self.shape[k])
+        return BoxMask(self.shape, tuple(upper if j == k else None
+                                         for j in range(len(self.shape))))
+
+
+@dataclass(frozen=True)
+class BoxMask:
+    """Lanes with ``i_k < bounds[k][row]`` on every axis whose bound is not None; each
+    bound (shape (rows,) or (1,), int64) lies in ``[0, shape[k]]``."""
+
+    shape: tuple[int, ...]
+    bounds: tuple[np.ndarray | None, ...]
+
+    @staticmethod
+    def of(x: object) -> BoxMask | None:
+        """``x`` as a box mask when it is one (a ``LaneMask`` is)."""
+        if isinstance(x, BoxMask):
+            return x
+        if isinstance(x, LaneMask):
+            return BoxMask((x.lanes.length,), (x.valid_counts(),))
+        return None
+
+    @property
+    def rows(self) -> int:
+        return max((b.shape[0] for b in self.bounds if b is not None), default=1)
+
+    def materialize(self) -> np.ndarray:
+        rank = len(self.shape)
+        valid = np.ones((1,) + (1,) * rank, bool)
+        for k, bound in enumerate(self.bounds):
+            if bound is not None:
+                lanes = _axis(np.arange(self.shape[k], dtype=np.int64), k, rank)
+                valid = valid & (lanes < bound.reshape((-1,) + (1,) * rank))
+        return np.broadcast_to(valid, (valid.shape[0],) + self.shape).copy()
+
+    def take(self, rows: np.ndarray) -> BoxMask:
+        return BoxMask(self.shape, tuple(b if b is None or b.shape[0] == 1 else b[rows]
+                                         for b in self.bounds))
+
+    def expanded(self, axis: int) -> BoxMask:
+        return BoxMask(self.shape[:axis] + (1,) + self.shape[axis:],
+                       self.bounds[:axis] + (None,) + self.bounds[axis:])
+
+    def lead(self, count: int) -> BoxMask:
+        return BoxMask((1,) * count + self.shape, (None,) * count + self.bounds)
+
+    def both(self, other: BoxMask) -> BoxMask | None:
+        """``self & other``, broadcasting the block shapes."""
+        if len(self.shape) != len(other.shape) or any(
+                a != b and 1 not in (a, b) for a, b in zip(self.shape, other.shape)):
+            return None
+        shape = tuple(max(a, b) for a, b in zip(self.shape, other.shape))
+        bounds: list[np.ndarray | None] = []
+        for a, b in zip(self.bounds, other.bounds):
+            bounds.append(a if b is None else b if a is None else np.minimum(a, b))
+        return BoxMask(shape, tuple(bounds))
+
+    def extents(self, rows: int, shape: tuple[int, ...]) -> np.ndarray:
+        """(rows, rank) int64: the valid extent along each axis of ``shape`` (which
+        this mask broadcasts to), per row."""
+        out = np.empty((rows, len(shape)), np.int64)
+        for k, n in enumerate(shape):
+            bound = self.bounds[k]
+            if bound is None:
+                out[:, k] = n
+            elif self.shape[k] == 1:  # the same validity all along a broadcast axis
+                out[:, k] = np.where(bound >= 1, n, 0)
+            else:
+                out[:, k] = np.minimum(bound, n)
+        return out
+
+    def all_true(self) -> bool:
+        return all(b is None or bool(np.all(b >= n)) for b, n in zip(self.bounds, self.shape))
+
+
 def materialize(x: object) -> np.ndarray:
     """An ndarray for a runtime value, lazy or not."""
-    if isinstance(x, (Lanes, LaneMask)):
+    if isinstance(x, (Lanes, LaneMask, Affine, BoxMask)):
         return x.materialize()
     assert isinstance(x, np.ndarray)
     return x
@@ -88,7 +280,7 @@ def materialize(x: object) -> np.ndarray:
 
 def take_rows(x: object, rows: np.ndarray) -> object:
     """Restrict a runtime value to ``rows`` of the batch (row-uniform values stay as they are)."""
-    if isinstance(x, (Lanes, LaneMask)):
+    if isinstance(x, (Lanes, LaneMask, Affine, BoxMask)):
         return x.take(rows)
     if not isinstance(x, np.ndarray):
         return x  # a bound tensor: the same for every row

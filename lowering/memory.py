@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dsl.errors import DataRaceError, OutOfBoundsError, SourceLoc
-from lowering.lanes import LaneMask, Lanes, materialize
+from lowering.lanes import Affine, BoxMask, LaneMask, Lanes, materialize
 
 
 @dataclass
@@ -50,8 +50,97 @@ def _raise_oob(site: AccessSite, pid: np.ndarray, row: int, lane: int, index: in
         f"(program id {program}, lane {lane})\n{site.loc.excerpt()}")
 
 
+@dataclass(frozen=True)
+class AffineAccess:
+    """An access through an ``Affine`` block under a ``BoxMask`` (or no mask): per row,
+    the valid lanes are the box ``[0, extents[row, k])`` on every axis."""
+
+    base: np.ndarray  # (rows,) int64: the index of lane (0, ..., 0)
+    coefs: tuple[int, ...]
+    shape: tuple[int, ...]  # the block
+    extents: np.ndarray  # (rows, rank) int64
+
+    def span(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(active, lowest, highest): per row, whether any lane is valid and the least
+        and greatest index its valid lanes touch."""
+        reach = (self.extents - 1) * np.asarray(self.coefs, np.int64)
+        active = (self.extents > 0).all(axis=1)
+        return (active, self.base + np.minimum(reach, 0).sum(axis=1),
+                self.base + np.maximum(reach, 0).sum(axis=1))
+
+    def groups(self) -> list[tuple[np.ndarray | slice, np.ndarray, int, int]] | None:
+        """Rows sharing one box whose bases step evenly: (rows, extents, first base,
+        step) per group; None when some group's bases do not step evenly."""
+        rows = self.extents.shape[0]
+        if rows == 1 or (self.extents == self.extents[0]).all():
+            parts: list[tuple[np.ndarray | slice, np.ndarray]] = [(slice(0, rows),
+                                                                   self.extents[0])]
+        else:
+            kinds, inverse = np.unique(self.extents, axis=0, return_inverse=True)
+            parts = [(np.nonzero(inverse.reshape(-1) == g)[0], kinds[g])
+                     for g in range(kinds.shape[0])]
+        out = []
+        for sel, extents in parts:
+            bases = self.base[sel]
+            step = int(bases[1] - bases[0]) if bases.shape[0] > 1 else 0
+            if bases.shape[0] > 2 and not np.all(np.diff(bases) == step):
+                return None
+            out.append((sel, extents, int(bases[0]), step))
+        return out
+
+    def window(self, buffer: np.ndarray, count: int, extents: np.ndarray, first: int,
+               step: int, writeable: bool = False) -> np.ndarray:
+        """The (count, *extents) strided view of ``buffer`` one group addresses (every
+        element of it was bounds-checked: the view never leaves the buffer)."""
+        item = buffer.itemsize
+        return np.lib.stride_tricks.as_strided(
+            buffer[first:], shape=(count,) + tuple(int(e) for e in extents),
+            strides=(step * item,) + tuple(c * item for c in self.coefs), writeable=writeable)
+
+    def injective(self) -> bool:
+        """True when no two valid lanes of the launch address one element: within a
+        row (mixed-radix coefficients) and between rows (disjoint index ranges)."""
+        widest = self.extents.max(axis=0)
+        reach = 0
+        for c, e in sorted(zip((abs(c) for c in self.coefs), widest)):
+            if e > 1 and c <= reach:
+                return False
+            reach += c * (e - 1)
+        active, low, high = self.span()
+        low, high = low[active], high[active]
+        order = np.argsort(low, kind="stable")
+        return bool(np.all(low[order][1:] > high[order][:-1]))
+
+
+def affine_access(index: object, mask: object | None) -> AffineAccess | None:
+    """The access as an ``AffineAccess`` when its index is affine and its mask a box
+    (1-D ``Lanes``/``LaneMask`` accesses keep their own paths); else None."""
+    if isinstance(index, Lanes) and (mask is None or isinstance(mask, LaneMask)):
+        return None
+    affine = Affine.of(index)
+    box = None if mask is None else BoxMask.of(mask)
+    if affine is None or (mask is not None and box is None):
+        return None
+    if box is not None and (len(box.shape) != len(affine.shape) or any(
+            a != b and 1 not in (a, b) for a, b in zip(affine.shape, box.shape))):
+        return None
+    shape = affine.shape if box is None else tuple(max(a, b) for a, b in
+                                                   zip(affine.shape, box.shape))
+    rows = max(affine.rows, box.rows if box is not None else 1)
+    extents = box.extents(rows, shape) if box is not None else \
+        np.broadcast_to(np.asarray(shape, np.int64), (rows, len(shape)))
+    coefs = tuple(c if n == m else 0 for c, n, m in zip(affine.coefs, affine.shape, shape))
+    return AffineAccess(np.broadcast_to(affine.base, (rows,)), coefs, shape,
+                        np.asarray(extents))
+
+
 def check_bounds(site: AccessSite, index: object, mask: object | None, pid: np.ndarray) -> None:
     """Raise if an active lane's logical index is outside ``[0, numel)``."""
+    access = affine_access(index, mask)
+    if access is not None:
+        active, low, high = access.span()
+        if not (active & ((low < 0) | (high >= site.numel))).any():
+            return  # else the exact check below finds the first bad lane
     if isinstance(index, Lanes) and (mask is None or (
             isinstance(mask, LaneMask) and np.array_equal(mask.lanes.base, index.base))):
         first = index.base
@@ -175,6 +264,11 @@ def load(buffer: np.ndarray, offset: object, mask: object | None, other: object 
     have size-1 axes where the offsets do not vary (NumPy broadcasting semantics)."""
     if mask is not None and isinstance(mask, LaneMask) and mask.all_true():
         mask = None
+    access = affine_access(offset, mask)
+    if access is not None:
+        strided = _load_affine(buffer, access, other)
+        if strided is not None:
+            return strided
     run = _contiguous_run(offset, mask)
     if run is not None:
         lo, count = run
@@ -198,6 +292,29 @@ def load(buffer: np.ndarray, offset: object, mask: object | None, other: object 
     return np.where(m, values, materialize(other) if other is not None else 0).astype(buffer.dtype)
 
 
+def _load_affine(buffer: np.ndarray, access: AffineAccess, other: object | None
+                 ) -> np.ndarray | None:
+    """An affine load as strided windows of ``buffer`` (None: the rows' bases do not
+    step evenly; the caller gathers instead)."""
+    groups = access.groups()
+    if groups is None:
+        return None
+    rows = access.extents.shape[0]
+    shape = (rows,) + access.shape
+    if len(groups) == 1 and tuple(groups[0][1]) == access.shape:
+        _, extents, first, step = groups[0]
+        return np.ascontiguousarray(access.window(buffer, rows, extents, first, step))
+    out = np.empty(shape, buffer.dtype)
+    out[...] = materialize(other).reshape(-1)[0] if other is not None else 0
+    for sel, extents, first, step in groups:
+        if (extents == 0).any():
+            continue
+        count = sel.stop - sel.start if isinstance(sel, slice) else sel.shape[0]
+        box = (sel,) + tuple(slice(0, int(e)) for e in extents)
+        out[box] = access.window(buffer, count, extents, first, step)
+    return out
+
+
 @dataclass
 class StoreJournal:
     """Writes, queues or logs the stores of one launch; see the module doc."""
@@ -216,12 +333,38 @@ class StoreJournal:
             flat = np.broadcast_to(value, shape).reshape(-1)[:count]
             self._write(buffer, slice(lo, lo + count), flat)
             return
+        if self.mode == "direct" and self._store_affine(buffer, offset, value, mask, shape):
+            return
         off = np.broadcast_to(materialize(offset), shape)
         vals = np.broadcast_to(value, shape)
         if mask is not None:
             m = np.broadcast_to(materialize(mask), shape)
             off, vals = off[m], vals[m]
         self._write(buffer, off.reshape(-1), vals.reshape(-1))
+
+    def _store_affine(self, buffer: np.ndarray, offset: object, value: np.ndarray,
+                      mask: object | None, shape: tuple[int, ...]) -> bool:
+        """Write an affine store through strided windows when its lanes provably hit
+        distinct elements (then the order of the writes cannot matter); False when
+        the general path must do it."""
+        access = affine_access(offset, mask)
+        if access is None or access.shape != shape[1:] or \
+                access.extents.shape[0] not in (1, shape[0]) or not access.injective():
+            return False
+        groups = access.groups()
+        if groups is None:
+            return False
+        values = np.broadcast_to(value, shape)
+        if access.extents.shape[0] == 1 and shape[0] > 1:
+            return False  # every row writes the same elements: not injective across rows
+        for sel, extents, first, step in groups:
+            if (extents == 0).any():
+                continue
+            count = sel.stop - sel.start if isinstance(sel, slice) else sel.shape[0]
+            box = (sel,) + tuple(slice(0, int(e)) for e in extents)
+            access.window(buffer, count, extents, first, step, writeable=True)[...] = \
+                values[box]
+        return True
 
     def _write(self, buffer: np.ndarray, where: object, values: np.ndarray) -> None:
         if self.mode == "deferred":
