@@ -55,7 +55,14 @@ from dsl.options import Options
 from lowering import workers
 from lowering.buffers import scratch
 from lowering.lanes import Affine, BoxMask, LaneMask, Lanes, materialize, take_rows
-from lowering.memory import AccessSite, StoreJournal, check_bounds, check_store_race, load
+from lowering.memory import (
+    AccessSite,
+    StoreJournal,
+    affine_access,
+    check_bounds,
+    check_store_race,
+    load,
+)
 from lowering.plan import FlatForm, Plan, Recorder, flat_form
 from lowering.prepass import index_slice
 
@@ -811,6 +818,17 @@ class Interpreter:
                 runs = self.store_runs.setdefault(op.tensor, [])
                 runs.append((start, start + frame.size * index.length))
                 return
+        mask = frame.get(op.mask) if op.mask is not None else None
+        access = affine_access(index, mask)
+        if access is not None and access.extents.shape[0] == frame.size and \
+                access.injective():
+            # distinct elements in every row and between rows: the range they span
+            # is this batch's, whichever chunk writes which rows
+            active, low, high = access.span()
+            if active.any():
+                runs = self.store_runs.setdefault(op.tensor, [])
+                runs.append((int(low[active].min()), int(high[active].max()) + 1))
+            return
         self.store_runs_provable = False
 
     def op_for(self, op: Op, frame: Frame) -> None:

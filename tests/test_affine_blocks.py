@@ -143,3 +143,20 @@ def test_affine_blocks_and_box_masks_materialize_exactly(base0, axes, rows, data
 def test_an_affine_block_that_would_overflow_int32_is_not_made():
     assert lanes.Affine.make(np.asarray([2**31 - 10], np.int64), (4, 8), (1, 2),
                              np.dtype(np.int32)) is None
+
+
+def test_disjoint_2d_stores_let_chunks_run_on_several_threads():
+    from dsl.options import Options
+    from lowering.interpreter import Interpreter
+
+    x = np.zeros((256, 64), np.float32)
+    launch = tile_copy.prepare((x, np.empty_like(x), 256, 64, 1.0), {"ROWS": 8, "COLS": 64},
+                               (4,))
+    interp = Interpreter(launch, Options(interpreter_threads=2))
+    assert interp.prove_in_bounds()
+    assert interp.parallel, "the pre-pass proves the tiles' stores disjoint"
+    overlapping = transpose.prepare((x, np.empty((64, 256), np.float32), 256, 64),
+                                    {"ROWS": 16, "COLS": 16}, (16, 4))
+    interp = Interpreter(overlapping, Options(interpreter_threads=2))
+    assert interp.prove_in_bounds()
+    assert not interp.parallel, "interleaved windows are not proved disjoint"
