@@ -71,16 +71,8 @@ class AffineAccess:
     def groups(self) -> list[tuple[np.ndarray | slice, np.ndarray, int, int]] | None:
         """Rows sharing one box whose bases step evenly: (rows, extents, first base,
         step) per group; None when some group's bases do not step evenly."""
-        rows = self.extents.shape[0]
-        if rows == 1 or (self.extents == self.extents[0]).all():
-            parts: list[tuple[np.ndarray | slice, np.ndarray]] = [(slice(0, rows),
-                                                                   self.extents[0])]
-        else:
-            kinds, inverse = np.unique(self.extents, axis=0, return_inverse=True)
-            parts = [(np.nonzero(inverse.reshape(-1) == g)[0], kinds[g])
-                     for g in range(kinds.shape[0])]
         out = []
-        for sel, extents in parts:
+        for sel, extents in _row_groups(self.extents):
             bases = self.base[sel]
             step = int(bases[1] - bases[0]) if bases.shape[0] > 1 else 0
             if bases.shape[0] > 2 and not np.all(np.diff(bases) == step):
@@ -110,6 +102,20 @@ class AffineAccess:
         low, high = low[active], high[active]
         order = np.argsort(low, kind="stable")
         return bool(np.all(low[order][1:] > high[order][:-1]))
+
+
+def _row_groups(extents: np.ndarray) -> list[tuple[np.ndarray | slice, np.ndarray]]:
+    """Rows with the same box extents: (rows, extents) per distinct box."""
+    rows = extents.shape[0]
+    if rows == 1 or (extents == extents[0]).all():
+        return [(slice(0, rows), extents[0])]
+    kinds, inverse = np.unique(extents, axis=0, return_inverse=True)
+    return [(np.nonzero(inverse.reshape(-1) == g)[0], kinds[g]) for g in range(kinds.shape[0])]
+
+
+def _box(sel: np.ndarray | slice, extents: np.ndarray) -> tuple:
+    """The index of a group's valid lanes in a (rows, *block) array."""
+    return (sel,) + tuple(slice(0, int(e)) for e in extents)
 
 
 def affine_access(index: object, mask: object | None) -> AffineAccess | None:
@@ -174,6 +180,9 @@ def check_store_race(site: AccessSite, index: object, mask: object | None, pid: 
     programs or in one program's block, write the same element (a race without
     atomics: the result would depend on the order). Rows of one program (loop
     iterations run in order) may rewrite an element."""
+    access = affine_access(index, mask)
+    if access is not None and access.injective():
+        return  # no two lanes of the store address one element
     if isinstance(index, Lanes) and (mask is None or isinstance(mask, LaneMask)):
         first = index.base
         # a LaneMask's leading valid lanes, per row (the index's rows, or the mask's, may
@@ -279,17 +288,42 @@ def load(buffer: np.ndarray, offset: object, mask: object | None, other: object 
         if count == total:
             out = data.reshape(shape)
             return out.copy() if copy else out
-        flat = np.empty(total, dtype=buffer.dtype)
+        flat = _filled(shape, buffer.dtype, other).reshape(-1)
         flat[:count] = data
-        flat[count:] = materialize(other).reshape(-1)[0] if other is not None else 0
         return flat.reshape(shape)
     off = materialize(offset)
     if mask is None:
         return buffer[off]  # fancy indexing copies
+    box = BoxMask.of(mask)
+    if box is not None and len(box.shape) == off.ndim - 1:
+        return _gather_boxes(buffer, off, box, other)
     m = materialize(mask)
     safe = np.where(m, off, 0)
     values = buffer[safe]
     return np.where(m, values, materialize(other) if other is not None else 0).astype(buffer.dtype)
+
+
+def _gather_boxes(buffer: np.ndarray, offset: np.ndarray, box: BoxMask, other: object | None
+                  ) -> np.ndarray:
+    """A gather under a box mask: only each row's valid box is read (no pass over the
+    masked-off lanes), the rest is ``other``."""
+    rows = max(offset.shape[0], box.rows)
+    shape = (rows,) + np.broadcast_shapes(offset.shape[1:], box.shape)
+    offset = np.broadcast_to(offset, shape)
+    out = _filled(shape, buffer.dtype, other)
+    for sel, extents in _row_groups(box.extents(rows, shape[1:])):
+        if (extents > 0).all():
+            where = _box(sel, extents)
+            out[where] = buffer[offset[where]]
+    return out
+
+
+def _filled(shape: tuple[int, ...], dtype: np.dtype, other: object | None) -> np.ndarray:
+    """A new (rows, *block) array holding a masked load's ``other`` (0 when absent),
+    which may differ from lane to lane."""
+    out = np.empty(shape, dtype)
+    out[...] = 0 if other is None else materialize(other)
+    return out
 
 
 def _load_affine(buffer: np.ndarray, access: AffineAccess, other: object | None
@@ -304,14 +338,12 @@ def _load_affine(buffer: np.ndarray, access: AffineAccess, other: object | None
     if len(groups) == 1 and tuple(groups[0][1]) == access.shape:
         _, extents, first, step = groups[0]
         return np.ascontiguousarray(access.window(buffer, rows, extents, first, step))
-    out = np.empty(shape, buffer.dtype)
-    out[...] = materialize(other).reshape(-1)[0] if other is not None else 0
+    out = _filled(shape, buffer.dtype, other)
     for sel, extents, first, step in groups:
         if (extents == 0).any():
             continue
         count = sel.stop - sel.start if isinstance(sel, slice) else sel.shape[0]
-        box = (sel,) + tuple(slice(0, int(e)) for e in extents)
-        out[box] = access.window(buffer, count, extents, first, step)
+        out[_box(sel, extents)] = access.window(buffer, count, extents, first, step)
     return out
 
 
@@ -333,7 +365,7 @@ class StoreJournal:
             flat = np.broadcast_to(value, shape).reshape(-1)[:count]
             self._write(buffer, slice(lo, lo + count), flat)
             return
-        if self.mode == "direct" and self._store_affine(buffer, offset, value, mask, shape):
+        if self._store_affine(buffer, offset, value, mask, shape):
             return
         off = np.broadcast_to(materialize(offset), shape)
         vals = np.broadcast_to(value, shape)
@@ -345,8 +377,9 @@ class StoreJournal:
     def _store_affine(self, buffer: np.ndarray, offset: object, value: np.ndarray,
                       mask: object | None, shape: tuple[int, ...]) -> bool:
         """Write an affine store through strided windows when its lanes provably hit
-        distinct elements (then the order of the writes cannot matter); False when
-        the general path must do it."""
+        distinct elements (then the order of the writes cannot matter), in the
+        journal's mode (a window is written, queued or logged whole); False when the
+        general path must do it."""
         access = affine_access(offset, mask)
         if access is None or access.shape != shape[1:] or \
                 access.extents.shape[0] not in (1, shape[0]) or not access.injective():
@@ -361,9 +394,8 @@ class StoreJournal:
             if (extents == 0).any():
                 continue
             count = sel.stop - sel.start if isinstance(sel, slice) else sel.shape[0]
-            box = (sel,) + tuple(slice(0, int(e)) for e in extents)
-            access.window(buffer, count, extents, first, step, writeable=True)[...] = \
-                values[box]
+            window = access.window(buffer, count, extents, first, step, writeable=True)
+            self._write(window, Ellipsis, values[_box(sel, extents)])  # in the journal's mode
         return True
 
     def _write(self, buffer: np.ndarray, where: object, values: np.ndarray) -> None:

@@ -290,10 +290,9 @@ def _compile(fn: Function, form: FlatForm, rec: Recorder, rows: int, block: int
                 continue
             fill = None
             if ins:
-                fill_value = constants.get(ins[0])
-                if fill_value is None:
+                fill = constants.get(ins[0])  # (1,) or, lane by lane, (total,)
+                if fill is None:
                     return None  # an ``other`` computed from data: not planned
-                fill = fill_value.reshape(-1)[0]
             steps.append(_load_step(t, lo, count, total, fill, out, op.result.dtype.np))
             continue
         out = registers[op.result.uid] = len(registers)
@@ -321,7 +320,7 @@ def _load_step(t: int, lo: int, count: int, total: int, fill: Any, out: int,
     def load_padded(regs: list[Any], buffers: list[np.ndarray]) -> None:
         flat = np.empty(total, dtype=dtype)
         flat[:count] = buffers[t][lo:lo + count]
-        flat[count:] = 0 if fill is None else fill
+        flat[count:] = 0 if fill is None else fill[count:] if fill.shape[0] > 1 else fill
         regs[out] = flat
     return load_padded
 

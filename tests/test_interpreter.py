@@ -439,3 +439,31 @@ def test_fast_float16_cast_is_bit_identical_to_numpy():
             ours = numerics._to_float16(values)
             theirs = values.astype(np.float16)
         np.testing.assert_array_equal(ours.view(np.uint16), theirs.view(np.uint16))
+
+
+@dsl.jit
+def other_per_lane_1d(x, out, n, BLOCK: dsl.constexpr):
+    idx = dsl.arange(0, BLOCK)
+    dsl.store(out, idx, dsl.load(x, idx, idx < n, other=idx.to(dsl.float32) + 100.0))
+
+
+@dsl.jit
+def other_per_lane_2d(x, out, n, R: dsl.constexpr, C: dsl.constexpr):
+    r = dsl.arange(0, R)[:, None]
+    c = dsl.arange(0, C)[None, :]
+    i = r * C + c
+    dsl.store(out, i, dsl.load(x, i, (r < n) & (c < n), other=i.to(dsl.float32) + 100.0))
+
+
+def test_a_masked_load_fills_each_lane_with_its_own_other():
+    """``other`` may be a block: masked-off lanes take their own element of it (the
+    contiguous, strided and replayed paths once filled them all with the first)."""
+    for _ in range(2):  # the second launch replays the first's plan
+        x, out = np.zeros(8, np.float32), np.zeros(8, np.float32)
+        other_per_lane_1d[(1,)](x, out, 4, BLOCK=8)
+        np.testing.assert_array_equal(out, [0, 0, 0, 0, 104, 105, 106, 107])
+    x, out = np.zeros(16, np.float32), np.zeros(16, np.float32)
+    other_per_lane_2d[(1,)](x, out, 2, R=4, C=4)
+    expected = np.arange(16, dtype=np.float32) + 100
+    expected.reshape(4, 4)[:2, :2] = 0
+    np.testing.assert_array_equal(out, expected)
