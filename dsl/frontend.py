@@ -30,6 +30,7 @@ from typing import Any
 
 from dsl import dtypes as dt
 from dsl import language as lang
+from dsl import mathlib
 from dsl import pointers as ptrs
 from dsl import semantic as sem
 from dsl import semantic as sem_  # for handlers whose Triton signature has a ``sem`` argument
@@ -1000,6 +1001,16 @@ def _math(name: str) -> Callable[..., Any]:
     return lambda v, node, x: sem.unary(v.b, name, x)
 
 
+def _composed_unary(build: Callable[..., Any]) -> Callable[..., Any]:
+    """A ``dsl.mathlib`` function of one operand as a builtin handler."""
+    return lambda v, node, x: build(v.b, x)
+
+
+def _composed_binary(build: Callable[..., Any]) -> Callable[..., Any]:
+    """A ``dsl.mathlib`` function of two operands as a builtin handler."""
+    return lambda v, node, x, y: build(v.b, x, y)
+
+
 def _binary_builtin(name: str) -> Callable[..., Any]:
     return lambda v, node, x, y: sem.binary(v.b, name, x, y)
 
@@ -1192,6 +1203,8 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "tanh": _math("tanh"), "exp2": _math("exp2"), "log2": _math("log2"),
     "rsqrt": _math("rsqrt"), "sin": _math("sin"), "cos": _math("cos"), "erf": _math("erf"),
     "floor": _math("floor"), "ceil": _math("ceil"),
+    **{name: _composed_unary(f) for name, f in mathlib.UNARY.items()},
+    **{name: _composed_binary(f) for name, f in mathlib.BINARY.items()},
     "pow": _binary_builtin("pow"),
     "div_rn": _binary_builtin("truediv"),
     "fdiv": lambda v, node, x, y, ieee_rounding: sem.binary(v.b, "truediv", x, y),

@@ -385,6 +385,90 @@ def erf(x: Any) -> Any:
 
 
 @builtin
+def sinh(x: Any) -> Any:
+    """Elementwise hyperbolic sine (libdevice's ``sinh``; ``dsl.mathlib``)."""
+    raise _outside("sinh")
+
+
+@builtin
+def cosh(x: Any) -> Any:
+    """Elementwise hyperbolic cosine (libdevice's ``cosh``; ``dsl.mathlib``)."""
+    raise _outside("cosh")
+
+
+@builtin
+def asinh(x: Any) -> Any:
+    """Elementwise inverse hyperbolic sine (libdevice's ``asinh``; ``dsl.mathlib``)."""
+    raise _outside("asinh")
+
+
+@builtin
+def acosh(x: Any) -> Any:
+    """Elementwise inverse hyperbolic cosine, NaN below 1 (``dsl.mathlib``)."""
+    raise _outside("acosh")
+
+
+@builtin
+def atanh(x: Any) -> Any:
+    """Elementwise inverse hyperbolic tangent, +-inf at +-1 (``dsl.mathlib``)."""
+    raise _outside("atanh")
+
+
+@builtin
+def log10(x: Any) -> Any:
+    """Elementwise base-10 logarithm (``dsl.mathlib``)."""
+    raise _outside("log10")
+
+
+@builtin
+def trunc(x: Any) -> Any:
+    """Elementwise rounding toward zero (``dsl.mathlib``)."""
+    raise _outside("trunc")
+
+
+@builtin
+def nearbyint(x: Any) -> Any:
+    """Elementwise rounding to the nearest integer, ties to even (``dsl.mathlib``)."""
+    raise _outside("nearbyint")
+
+
+@builtin
+def relu(x: Any) -> Any:
+    """Elementwise max(x, 0); a NaN stays NaN (``dsl.mathlib``)."""
+    raise _outside("relu")
+
+
+@builtin
+def isnan(x: Any) -> Any:
+    """Elementwise int1: x is a NaN (``dsl.mathlib``)."""
+    raise _outside("isnan")
+
+
+@builtin
+def signbit(x: Any) -> Any:
+    """Elementwise int1: x's sign bit is set, -0.0 included (``dsl.mathlib``)."""
+    raise _outside("signbit")
+
+
+@builtin
+def copysign(x: Any, y: Any) -> Any:
+    """Elementwise |x| with y's sign bit (``dsl.mathlib``)."""
+    raise _outside("copysign")
+
+
+@builtin
+def hypot(x: Any, y: Any) -> Any:
+    """Elementwise sqrt(x*x + y*y) without intermediate overflow (``dsl.mathlib``)."""
+    raise _outside("hypot")
+
+
+@builtin
+def nextafter(x: Any, y: Any) -> Any:
+    """Elementwise: the value after x toward y, in x's dtype (``dsl.mathlib``)."""
+    raise _outside("nextafter")
+
+
+@builtin
 def floor(x: Any) -> Any:
     """Elementwise round toward -inf."""
     raise _outside("floor")

@@ -173,6 +173,8 @@ def as_view(obj: Any) -> TensorView:
     if isinstance(obj, TensorView):
         return obj
     arr = obj if type(obj) is np.ndarray else to_numpy(obj)
+    if type(arr) is not np.ndarray:  # a subclass (np.matrix, np.memmap): plain indexing
+        arr = arr.view(np.ndarray)
     if arr.flags.c_contiguous and arr.size:
         key = (arr.dtype, arr.shape, arr.strides)
         known = _CONTIGUOUS.get(key)

@@ -403,3 +403,21 @@ def huge_arange(out_ptr, N: tl.constexpr):
 def test_blocks_above_tritons_element_limit_are_refused():
     with pytest.raises(dsl.DSLCompileError, match="exceeds Triton's limit of 1048576"):
         dsl.from_triton(huge_arange)(np.zeros(1 << 21, np.int32), N=1 << 21)
+
+
+libdevice = __import__("triton.language.extra.ascend.libdevice", fromlist=["libdevice"])
+
+
+@triton.jit
+def libdevice_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, libdevice.asinh(x) + libdevice.hypot(x, x), mask=mask)
+
+
+def test_libdevice_math_composed_by_the_language(torch):
+    x = torch.randn(100)
+    out = torch.empty(100)
+    dsl.from_triton(libdevice_kernel)[(2,)](x, out, 100, BLOCK=64)
+    assert torch.allclose(out, torch.asinh(x) + torch.hypot(x, x), rtol=1e-6, atol=1e-6)

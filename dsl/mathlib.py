@@ -1,0 +1,252 @@
+"""Math functions of Triton's libdevice composed from the language's elementwise ops.
+
+triton-ascend's libdevice (``triton.language.extra.ascend.libdevice``) builds most of
+its functions from a few primitives instead of calling a math library. This module
+does the same with this language's ops, written here for accuracy over the whole
+range: each function is a small expression over ``exp``, ``log``, ``log1p``,
+``sqrt``, ``floor``, ``ceil``, comparisons, ``where`` and bitcasts. So no new IR op
+is needed, and every backend runs them as it runs those ops: the interpreter, the
+Triton code generator (which emits the composed ``tl`` calls), the UB model and
+compiled-CPU mode (bit for bit with the interpreter).
+
+Data flow: the frontend's builtin table maps ``dsl.asinh`` (and, through
+``dsl.triton_compat``, ``libdevice.asinh``) to ``asinh(b, x)`` here, which emits IR
+through ``dsl.semantic``. 16-bit float operands compute in fp32 and round once at
+the end (``nextafter`` and ``signbit`` work on the operand's own bits). Accuracy
+against float64 NumPy is bounded in ``tests/test_mathlib.py``, which also compares
+with torch CPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from dsl import dtypes as dt
+from dsl import semantic as sem
+from dsl.dtypes import DType
+from dsl.ir import Value
+from dsl.semantic import Builder, Operand
+
+LN2 = 0.6931471805599453
+INV_LN10 = 0.4342944819032518
+# Above this, sqrt(1 + x*x) is x to fp32 precision (and x*x would overflow).
+LARGE = 2.0**28
+# fp32 values at or above 2**23 in magnitude are integers.
+INTEGRAL = 2.0**23
+
+
+class _Expr:
+    """Short names for the ops a formula is written with."""
+
+    def __init__(self, b: Builder) -> None:
+        self.b = b
+
+    def add(self, x: Operand, y: Operand) -> Value:
+        return sem.binary(self.b, "add", x, y)
+
+    def sub(self, x: Operand, y: Operand) -> Value:
+        return sem.binary(self.b, "sub", x, y)
+
+    def mul(self, x: Operand, y: Operand) -> Value:
+        return sem.binary(self.b, "mul", x, y)
+
+    def div(self, x: Operand, y: Operand) -> Value:
+        return sem.binary(self.b, "truediv", x, y)
+
+    def cmp(self, op: str, x: Operand, y: Operand) -> Value:
+        return sem.binary(self.b, op, x, y)
+
+    def fn(self, op: str, x: Operand) -> Value:
+        return sem.unary(self.b, op, x)
+
+    def where(self, c: Operand, x: Operand, y: Operand) -> Value:
+        return sem.where(self.b, c, x, y)
+
+    def either(self, x: Value, y: Value) -> Value:
+        return sem.binary(self.b, "or", x, y)
+
+    def both(self, x: Value, y: Value) -> Value:
+        return sem.binary(self.b, "and", x, y)
+
+    def negation(self, x: Value) -> Value:
+        return sem.unary(self.b, "invert", x)  # logical not on int1
+
+    def negate_if(self, negative: Value, x: Value) -> Value:
+        return self.where(negative, self.fn("neg", x), x)
+
+    def negative(self, x: Value) -> Value:
+        """int1: x's sign bit is set (so -0.0 keeps its sign through odd functions)."""
+        return signbit(self.b, x)
+
+
+def _operand(b: Builder, name: str, x: Operand) -> tuple[Value, DType]:
+    """The operand in fp32 (or fp64) and its own dtype; ints are refused."""
+    v = sem.as_value(b, x)
+    if not v.dtype.is_float:
+        raise b.error(f"{name}() expects a floating-point operand, got {v.dtype.name}")
+    return (sem.cast(b, v, dt.float32) if v.dtype.bits == 16 else v), v.dtype
+
+
+def _back(b: Builder, v: Value, dtype: DType) -> Value:
+    return v if v.dtype == dtype else sem.cast(b, v, dtype)
+
+
+def _unary(name: str, formula: Callable[[_Expr, Value], Value]
+           ) -> Callable[[Builder, Operand], Value]:
+    def build(b: Builder, x: Operand) -> Value:
+        v, dtype = _operand(b, name, x)
+        return _back(b, formula(_Expr(b), v), dtype)
+
+    build.__name__ = name
+    return build
+
+
+def _sinh(e: _Expr, x: Value) -> Value:
+    a = e.fn("abs", x)
+    x2 = e.mul(x, x)
+    # |x| < 0.5: the Taylor series to x**7 (the next term is below 2**-24 relative);
+    # else (e**a - e**-a) / 2 without cancellation, and past 20 through e**(a/2)
+    # squared so that it overflows only where sinh does
+    series = e.mul(x, e.add(1.0, e.mul(x2, e.add(1.0 / 6, e.mul(x2, e.add(
+        1.0 / 120, e.mul(x2, 1.0 / 5040)))))))
+    ea = e.fn("exp", a)
+    mid = e.mul(0.5, e.sub(ea, e.div(1.0, ea)))
+    half = e.fn("exp", e.mul(0.5, a))
+    big = e.mul(e.mul(0.5, half), half)
+    magnitude = e.where(e.cmp("lt", a, 20.0), mid, big)
+    return e.where(e.cmp("lt", a, 0.5), series, e.negate_if(e.negative(x), magnitude))
+
+
+def _cosh(e: _Expr, x: Value) -> Value:
+    a = e.fn("abs", x)
+    ea = e.fn("exp", a)
+    half = e.fn("exp", e.mul(0.5, a))
+    return e.where(e.cmp("lt", a, 20.0), e.mul(0.5, e.add(ea, e.div(1.0, ea))),
+                   e.mul(e.mul(0.5, half), half))
+
+
+def _asinh(e: _Expr, x: Value) -> Value:
+    a = e.fn("abs", x)
+    # asinh(a) = log1p(a + a*a / (1 + sqrt(1 + a*a))): no cancellation near 0
+    near = e.fn("log1p", e.add(a, e.div(e.mul(a, a), e.add(1.0, e.fn("sqrt", e.add(
+        1.0, e.mul(a, a)))))))
+    far = e.add(e.fn("log", a), LN2)
+    return e.negate_if(e.negative(x), e.where(e.cmp("lt", a, LARGE), near, far))
+
+
+def _acosh(e: _Expr, x: Value) -> Value:
+    t = e.sub(x, 1.0)  # exact for x >= 1
+    # acosh(1 + t) = log1p(t + sqrt(2t + t*t)); NaN below 1 (a negative square root)
+    near = e.fn("log1p", e.add(t, e.fn("sqrt", e.add(e.mul(2.0, t), e.mul(t, t)))))
+    far = e.add(e.fn("log", x), LN2)
+    return e.where(e.cmp("lt", x, LARGE), near, far)
+
+
+def _atanh(e: _Expr, x: Value) -> Value:
+    a = e.fn("abs", x)
+    # atanh(a) = log1p(2a / (1 - a)) / 2: inf at 1, NaN beyond
+    magnitude = e.mul(0.5, e.fn("log1p", e.div(e.mul(2.0, a), e.sub(1.0, a))))
+    return e.negate_if(e.negative(x), magnitude)
+
+
+def _log10(e: _Expr, x: Value) -> Value:
+    return e.mul(e.fn("log", x), INV_LN10)
+
+
+def _trunc(e: _Expr, x: Value) -> Value:
+    return e.where(e.cmp("lt", x, 0.0), e.fn("ceil", x), e.fn("floor", x))
+
+
+def _nearbyint(e: _Expr, x: Value) -> Value:
+    """Round half to even (the default rounding mode), keeping the sign of zero."""
+    f = e.fn("floor", x)
+    d = e.sub(x, f)  # exact
+    even = e.cmp("eq", e.mul(2.0, e.fn("floor", e.mul(0.5, f))), f)
+    up = e.either(e.cmp("gt", d, 0.5), e.both(e.cmp("eq", d, 0.5), e.negation(even)))
+    r = e.where(up, e.add(f, 1.0), f)
+    r = e.negate_if(e.negative(x), e.fn("abs", r))  # -0.3 rounds to -0.0
+    integral = e.either(e.cmp("ge", e.fn("abs", x), INTEGRAL), e.cmp("ne", x, x))
+    return e.where(integral, x, r)
+
+
+def _relu(e: _Expr, x: Value) -> Value:
+    return e.where(e.cmp("lt", x, 0.0), 0.0, x)  # NaN stays NaN
+
+
+sinh = _unary("sinh", _sinh)
+cosh = _unary("cosh", _cosh)
+asinh = _unary("asinh", _asinh)
+acosh = _unary("acosh", _acosh)
+atanh = _unary("atanh", _atanh)
+log10 = _unary("log10", _log10)
+trunc = _unary("trunc", _trunc)
+nearbyint = _unary("nearbyint", _nearbyint)
+relu = _unary("relu", _relu)
+
+
+def isnan(b: Builder, x: Operand) -> Value:
+    """int1: x is a NaN."""
+    v, _ = _operand(b, "isnan", x)
+    return sem.binary(b, "ne", v, v)
+
+
+def signbit(b: Builder, x: Operand) -> Value:
+    """int1: the sign bit of x is set (-0.0 and negative NaNs included)."""
+    v = sem.as_value(b, x)
+    if not v.dtype.is_float:
+        raise b.error(f"signbit() expects a floating-point operand, got {v.dtype.name}")
+    bits = sem.bitcast(b, v, _SAME_WIDTH_INT[v.dtype.bits])
+    return sem.binary(b, "lt", bits, 0)
+
+
+def copysign(b: Builder, x: Operand, y: Operand) -> Value:
+    """|x| with the sign bit of y."""
+    v, dtype = _operand(b, "copysign", x)
+    e = _Expr(b)
+    magnitude = e.fn("abs", v)
+    return _back(b, e.negate_if(signbit(b, y), magnitude), dtype)
+
+
+def hypot(b: Builder, x: Operand, y: Operand) -> Value:
+    """sqrt(x*x + y*y) without overflow or underflow in between; inf if either is."""
+    v, dtype = _operand(b, "hypot", x)
+    w, _ = _operand(b, "hypot", y)
+    e = _Expr(b)
+    a, c = e.fn("abs", v), e.fn("abs", w)
+    big = sem.extremum(b, "maximum", a, c, None)
+    small = sem.extremum(b, "minimum", a, c, None)
+    ratio = e.div(small, big)
+    r = e.mul(big, e.fn("sqrt", e.add(1.0, e.mul(ratio, ratio))))
+    r = e.where(e.cmp("eq", big, 0.0), 0.0, r)
+    r = e.where(e.either(e.cmp("ne", v, v), e.cmp("ne", w, w)), e.add(v, w), r)
+    infinite = e.either(e.cmp("eq", a, float("inf")), e.cmp("eq", c, float("inf")))
+    return _back(b, e.where(infinite, float("inf"), r), dtype)
+
+
+def nextafter(b: Builder, x: Operand, y: Operand) -> Value:
+    """The representable value after x in the direction of y (in x's own dtype)."""
+    v = sem.as_value(b, x)
+    if not v.dtype.is_float:
+        raise b.error(f"nextafter() expects a floating-point operand, got {v.dtype.name}")
+    w = sem.as_value(b, y, v.dtype)
+    e = _Expr(b)
+    ity = _SAME_WIDTH_INT[v.dtype.bits]
+    bits = sem.bitcast(b, v, ity)
+    # away from zero when x and the direction agree in sign, else toward it
+    away = e.cmp("eq", e.cmp("lt", v, w), e.cmp("gt", v, 0.0))
+    stepped = sem.bitcast(b, e.where(away, e.add(bits, 1), e.sub(bits, 1)), v.dtype)
+    tiny = sem.bitcast(b, sem.as_value(b, 1, ity), v.dtype)  # the least subnormal
+    from_zero = e.where(e.cmp("lt", w, 0.0), e.fn("neg", tiny), tiny)
+    r = e.where(e.cmp("eq", v, 0.0), from_zero, stepped)
+    r = e.where(e.cmp("eq", v, w), w, r)
+    return e.where(e.either(e.cmp("ne", v, v), e.cmp("ne", w, w)), e.add(v, w), r)
+
+
+_SAME_WIDTH_INT = {16: dt.int16, 32: dt.int32, 64: dt.int64}
+
+# name -> builder, for the frontend's builtin table (one operand, then two)
+UNARY: dict[str, Callable[[Builder, Operand], Value]] = {
+    f.__name__: f for f in (sinh, cosh, asinh, acosh, atanh, log10, trunc, nearbyint, relu,
+                            isnan, signbit)}
+BINARY: dict[str, Callable[[Builder, Operand, Operand], Value]] = {
+    "copysign": copysign, "hypot": hypot, "nextafter": nextafter}

@@ -1,0 +1,184 @@
+"""libdevice math composed from the language's ops (``dsl.mathlib``): accuracy against
+float64 NumPy and torch CPU, exact special values, and every backend (compiled-CPU
+bit for bit, HIVM within UB). The ``libdevice`` spelling of Triton kernels is tested
+in ``test_triton_compat.py``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_compiled_cpu import differential
+
+import dsl
+
+N = 3000
+BLOCK = 4096
+
+# builtin -> (float64 NumPy reference, torch name, largest error in fp32 ulps)
+UNARY = {
+    "sinh": (np.sinh, "sinh", 2), "cosh": (np.cosh, "cosh", 2),
+    "asinh": (np.arcsinh, "asinh", 2), "acosh": (np.arccosh, "acosh", 2),
+    "atanh": (np.arctanh, "atanh", 2), "log10": (np.log10, "log10", 2),
+    "trunc": (np.trunc, "trunc", 0), "nearbyint": (np.rint, "round", 0),
+    "relu": (lambda x: np.where(x < 0, 0.0, x), "relu", 0),
+}
+
+
+def _kernel1(name):
+    fn = getattr(dsl, name)
+
+    @dsl.jit
+    def unary(x, out, n, BLOCK: dsl.constexpr):
+        i = dsl.arange(0, BLOCK)
+        m = i < n
+        dsl.store(out, i, fn(dsl.load(x, i, m)), m)
+
+    return unary
+
+
+def _kernel2(name):
+    fn = getattr(dsl, name)
+
+    @dsl.jit
+    def binary(x, y, out, n, BLOCK: dsl.constexpr):
+        i = dsl.arange(0, BLOCK)
+        m = i < n
+        dsl.store(out, i, fn(dsl.load(x, i, m), dsl.load(y, i, m)), m)
+
+    return binary
+
+
+KERNELS1 = {name: _kernel1(name) for name in [*UNARY, "isnan", "signbit"]}
+KERNELS2 = {name: _kernel2(name) for name in ("copysign", "hypot", "nextafter")}
+SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 0.5, -0.5, 1.5, 2.5, -2.5, 1.0, -1.0,
+            1e-30, -1e-30, 3e38, -3e38, 1e-45, 2.0**23 + 1, 0.99999994]
+
+
+def _inputs(dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(N) * np.exp(rng.uniform(-12, 6, N))
+    x[:len(SPECIALS)] = SPECIALS
+    with np.errstate(over="ignore"):  # beyond fp16's range: inf, one more special value
+        return x.astype(dtype)
+
+
+def _run1(name, x):
+    out = np.zeros_like(x)
+    KERNELS1[name][(1,)](x, out, x.size, BLOCK=BLOCK)
+    return out
+
+
+def _ulps(got, want):
+    """Error in units of the last place of the (float32) reference."""
+    finite = np.isfinite(want) & np.isfinite(got)
+    spacing = np.spacing(np.abs(want[finite]).astype(np.float32)).astype(np.float64)
+    return np.abs(got[finite].astype(np.float64) - want[finite]) / spacing
+
+
+def _same_specials(got, want):
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    special = ~np.isfinite(want) & ~np.isnan(want)
+    np.testing.assert_array_equal(got[special], want[special])
+    zero = want == 0
+    np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]))
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_fp32_within_bound_of_float64(name):
+    reference, _, bound = UNARY[name]
+    x = _inputs(np.float32)
+    got = _run1(name, x)
+    with np.errstate(all="ignore"):
+        want = reference(x.astype(np.float64)).astype(np.float32)
+    _same_specials(got, want)
+    assert _ulps(got, want).max() <= bound
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_fp16_computes_in_fp32_and_rounds_once(name):
+    reference, _, _ = UNARY[name]
+    x = _inputs(np.float16)
+    got = _run1(name, x)
+    with np.errstate(all="ignore"):
+        want = reference(x.astype(np.float64)).astype(np.float16)
+    _same_specials(got, want)
+    finite = np.isfinite(want) & np.isfinite(got)
+    # one fp16 rounding of a value within 2 fp32 ulps: at most one fp16 ulp away
+    spacing = np.spacing(np.abs(want[finite])).astype(np.float64)
+    assert (np.abs(got[finite].astype(np.float64) - want[finite]) <= spacing).all()
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_fp32_agrees_with_torch(torch, name):
+    _, torch_name, bound = UNARY[name]
+    x = _inputs(np.float32, seed=1)
+    x = x[~(np.abs(x) > 80)]  # torch's float32 sinh/cosh overflow before the true value does
+    got = _run1(name, x)
+    want = getattr(torch, torch_name)(torch.from_numpy(x.copy())).numpy()
+    _same_specials(got, want)
+    assert _ulps(got, want).max() <= bound + 1  # torch's own float32 result may be 1 ulp off
+
+
+def test_isnan_and_signbit_are_exact():
+    for dtype in (np.float32, np.float16):
+        x = _inputs(dtype)
+        x[:3] = [-np.nan, np.nan, -0.0]
+        np.testing.assert_array_equal(_run1("isnan", x).astype(bool), np.isnan(x))
+        np.testing.assert_array_equal(_run1("signbit", x).astype(bool), np.signbit(x))
+
+
+def test_copysign_hypot_and_nextafter():
+    rng = np.random.default_rng(3)
+    for dtype in (np.float32, np.float16):
+        x, y = _inputs(dtype), _inputs(dtype, seed=4)
+        with np.errstate(over="ignore"):
+            y[:len(SPECIALS)] = rng.permutation(np.asarray(SPECIALS, dtype))
+        results = {}
+        for name in KERNELS2:
+            out = np.zeros_like(x)
+            KERNELS2[name][(1,)](x, y, out, x.size, BLOCK=BLOCK)
+            results[name] = out
+        np.testing.assert_array_equal(results["copysign"], np.copysign(x, y))
+        np.testing.assert_array_equal(results["nextafter"], np.nextafter(x, y))
+        with np.errstate(all="ignore"):
+            want = np.hypot(x.astype(np.float64), y.astype(np.float64)).astype(dtype)
+        _same_specials(results["hypot"], want)
+        finite = np.isfinite(want)
+        spacing = np.spacing(np.abs(want[finite])).astype(np.float64)
+        err = np.abs(results["hypot"][finite].astype(np.float64) - want[finite])
+        assert (err <= 2 * spacing).all()
+
+
+def test_integer_operands_are_refused_at_the_call():
+    with pytest.raises(dsl.DSLCompileError, match=r"asinh\(\) expects a floating-point"):
+        _run1("asinh", np.arange(8, dtype=np.int32))
+
+
+@dsl.jit
+def all_math(x, y, out, n, BLOCK: dsl.constexpr):
+    i = dsl.arange(0, BLOCK)
+    m = i < n
+    a, b = dsl.load(x, i, m), dsl.load(y, i, m)
+    r = dsl.sinh(a) + dsl.cosh(b) + dsl.asinh(a) + dsl.acosh(dsl.abs(b) + 1.0)
+    r += dsl.atanh(a * 0.01) + dsl.log10(dsl.abs(b)) + dsl.trunc(a) + dsl.nearbyint(b)
+    r += dsl.relu(a) + dsl.copysign(a, b) + dsl.hypot(a, b) + dsl.nextafter(a, b)
+    r += dsl.where(dsl.isnan(a) | dsl.signbit(b), 1.0, 0.0)
+    dsl.store(out, i, r, m)
+
+
+def _all_math_args():
+    rng = np.random.default_rng(7)
+    x, y = (rng.standard_normal(200).astype(np.float32) * 3 for _ in range(2))
+    x[:4] = [0.0, -0.0, np.nan, 2.5]
+    return (x, y, np.zeros(200, np.float32), 200), {"BLOCK": 256}
+
+
+def test_compiled_cpu_is_bit_exact_with_the_interpreter(cpu_toolchain):
+    args, kwargs = _all_math_args()
+    differential(all_math, args, kwargs, grid=(1,))
+
+
+def test_lowers_to_hivm_within_ub(toolchain):
+    args, kwargs = _all_math_args()
+    lowered = all_math.lower(*args, target="Ascend910B4", **kwargs)
+    assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
