@@ -1007,8 +1007,9 @@ def _composed_unary(build: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _composed_binary(build: Callable[..., Any]) -> Callable[..., Any]:
-    """A ``dsl.mathlib`` function of two operands as a builtin handler."""
-    return lambda v, node, x, y: build(v.b, x, y)
+    """A ``dsl.mathlib`` function of two operands as a builtin handler (the operands
+    in the order of the builtin's stub: ``atan2(y, x)``, ``hypot(x, y)``)."""
+    return lambda v, node, **operands: build(v.b, *operands.values())
 
 
 def _binary_builtin(name: str) -> Callable[..., Any]:

@@ -415,6 +415,30 @@ def atanh(x: Any) -> Any:
 
 
 @builtin
+def atan(x: Any) -> Any:
+    """Elementwise arc tangent (``dsl.mathlib``)."""
+    raise _outside("atan")
+
+
+@builtin
+def asin(x: Any) -> Any:
+    """Elementwise arc sine, NaN outside [-1, 1] (``dsl.mathlib``)."""
+    raise _outside("asin")
+
+
+@builtin
+def acos(x: Any) -> Any:
+    """Elementwise arc cosine, NaN outside [-1, 1] (``dsl.mathlib``)."""
+    raise _outside("acos")
+
+
+@builtin
+def atan2(y: Any, x: Any) -> Any:
+    """Elementwise angle of the point (x, y) in (-pi, pi] (``dsl.mathlib``)."""
+    raise _outside("atan2")
+
+
+@builtin
 def log10(x: Any) -> Any:
     """Elementwise base-10 logarithm (``dsl.mathlib``)."""
     raise _outside("log10")

@@ -149,6 +149,62 @@ def _atanh(e: _Expr, x: Value) -> Value:
     return e.negate_if(e.negative(x), magnitude)
 
 
+# atan on [0, tan(pi/8)]: t + t**3 * P(t**2) (the minimax coefficients of Cephes'
+# atanf), after reducing |x| by pi/2 - atan(1/|x|) above tan(3pi/8) and by
+# pi/4 + atan((|x| - 1)/(|x| + 1)) above tan(pi/8).
+_ATAN_P = (8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1)
+_TAN_3PI_8 = 2.414213562373095
+_TAN_PI_8 = 0.4142135623730950
+_PI = 3.141592653589793
+
+
+def _atan_magnitude(e: _Expr, a: Value) -> Value:
+    """atan(a) for a >= 0 (inf gives pi/2)."""
+    far = e.cmp("gt", a, _TAN_3PI_8)
+    mid = e.cmp("gt", a, _TAN_PI_8)
+    t = e.where(far, e.fn("neg", e.div(1.0, a)),
+                e.where(mid, e.div(e.sub(a, 1.0), e.add(a, 1.0)), a))
+    offset = e.where(far, _PI / 2, e.where(mid, _PI / 4, 0.0))
+    z = e.mul(t, t)
+    poly = _ATAN_P[0]
+    for c in _ATAN_P[1:]:
+        poly = e.add(e.mul(poly, z), c)
+    return e.add(offset, e.add(e.mul(e.mul(poly, z), t), t))
+
+
+def _atan(e: _Expr, x: Value) -> Value:
+    return e.negate_if(e.negative(x), _atan_magnitude(e, e.fn("abs", x)))
+
+
+def _atan2_of(e: _Expr, y: Value, x: Value) -> Value:
+    """atan2(y, x) with C's results for zeros and infinities."""
+    ay, ax = e.fn("abs", y), e.fn("abs", x)
+    both_inf = e.both(e.cmp("eq", ay, float("inf")), e.cmp("eq", ax, float("inf")))
+    # the angle from the x axis in the first quadrant: atan of the smaller ratio
+    steep = e.cmp("gt", ay, ax)
+    ratio = e.where(steep, e.div(ax, ay), e.div(ay, ax))
+    ratio = e.where(e.cmp("ne", ratio, ratio), 0.0, ratio)  # 0/0 (and inf/inf, below)
+    base = _atan_magnitude(e, ratio)
+    angle = e.where(steep, e.sub(_PI / 2, base), base)
+    angle = e.where(both_inf, _PI / 4, angle)
+    # the left half-plane (x < 0, or x = -0.0) mirrors it
+    left = e.negative(x)
+    angle = e.where(left, e.sub(_PI, angle), angle)
+    angle = e.negate_if(e.negative(y), angle)
+    nan = e.either(e.cmp("ne", x, x), e.cmp("ne", y, y))
+    return e.where(nan, e.add(x, y), angle)
+
+
+def _asin(e: _Expr, x: Value) -> Value:
+    # asin(x) = atan2(x, sqrt((1 - x)(1 + x))): accurate near 0 and near +-1
+    return _atan2_of(e, x, e.fn("sqrt", e.mul(e.sub(1.0, x), e.add(1.0, x))))
+
+
+def _acos(e: _Expr, x: Value) -> Value:
+    # acos(x) = 2 atan2(sqrt(1 - x), sqrt(1 + x))
+    return e.mul(2.0, _atan2_of(e, e.fn("sqrt", e.sub(1.0, x)), e.fn("sqrt", e.add(1.0, x))))
+
+
 def _log10(e: _Expr, x: Value) -> Value:
     return e.mul(e.fn("log", x), INV_LN10)
 
@@ -182,6 +238,9 @@ log10 = _unary("log10", _log10)
 trunc = _unary("trunc", _trunc)
 nearbyint = _unary("nearbyint", _nearbyint)
 relu = _unary("relu", _relu)
+atan = _unary("atan", _atan)
+asin = _unary("asin", _asin)
+acos = _unary("acos", _acos)
 
 
 def isnan(b: Builder, x: Operand) -> Value:
@@ -223,6 +282,15 @@ def hypot(b: Builder, x: Operand, y: Operand) -> Value:
     return _back(b, e.where(infinite, float("inf"), r), dtype)
 
 
+def atan2(b: Builder, y: Operand, x: Operand) -> Value:
+    """The angle of (x, y) in (-pi, pi], with C's results for zeros and infinities."""
+    v, dtype = _operand(b, "atan2", y)
+    w, _ = _operand(b, "atan2", x)
+    if w.dtype != v.dtype:
+        w = sem.cast(b, w, v.dtype)
+    return _back(b, _atan2_of(_Expr(b), v, w), dtype)
+
+
 def nextafter(b: Builder, x: Operand, y: Operand) -> Value:
     """The representable value after x in the direction of y (in x's own dtype)."""
     v = sem.as_value(b, x)
@@ -246,7 +314,7 @@ _SAME_WIDTH_INT = {16: dt.int16, 32: dt.int32, 64: dt.int64}
 
 # name -> builder, for the frontend's builtin table (one operand, then two)
 UNARY: dict[str, Callable[[Builder, Operand], Value]] = {
-    f.__name__: f for f in (sinh, cosh, asinh, acosh, atanh, log10, trunc, nearbyint, relu,
-                            isnan, signbit)}
+    f.__name__: f for f in (sinh, cosh, asinh, acosh, atanh, atan, asin, acos, log10, trunc,
+                            nearbyint, relu, isnan, signbit)}
 BINARY: dict[str, Callable[[Builder, Operand, Operand], Value]] = {
-    "copysign": copysign, "hypot": hypot, "nextafter": nextafter}
+    "copysign": copysign, "hypot": hypot, "nextafter": nextafter, "atan2": atan2}

@@ -181,8 +181,9 @@ def check_store_race(site: AccessSite, index: object, mask: object | None, pid: 
     atomics: the result would depend on the order). Rows of one program (loop
     iterations run in order) may rewrite an element."""
     access = affine_access(index, mask)
-    if access is not None and access.injective():
-        return  # no two lanes of the store address one element
+    if access is not None and access.extents.shape[0] == shape[0] and access.injective():
+        return  # no two lanes of the store address one element (rows shared by all
+        # the batch's rows, a broadcast index, are not: every row writes them)
     if isinstance(index, Lanes) and (mask is None or isinstance(mask, LaneMask)):
         first = index.base
         # a LaneMask's leading valid lanes, per row (the index's rows, or the mask's, may

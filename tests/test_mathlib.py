@@ -21,6 +21,8 @@ UNARY = {
     "atanh": (np.arctanh, "atanh", 2), "log10": (np.log10, "log10", 2),
     "trunc": (np.trunc, "trunc", 0), "nearbyint": (np.rint, "round", 0),
     "relu": (lambda x: np.where(x < 0, 0.0, x), "relu", 0),
+    "atan": (np.arctan, "atan", 2), "asin": (np.arcsin, "asin", 3),
+    "acos": (np.arccos, "acos", 4),
 }
 
 
@@ -49,7 +51,7 @@ def _kernel2(name):
 
 
 KERNELS1 = {name: _kernel1(name) for name in [*UNARY, "isnan", "signbit"]}
-KERNELS2 = {name: _kernel2(name) for name in ("copysign", "hypot", "nextafter")}
+KERNELS2 = {name: _kernel2(name) for name in ("copysign", "hypot", "nextafter", "atan2")}
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 0.5, -0.5, 1.5, 2.5, -2.5, 1.0, -1.0,
             1e-30, -1e-30, 3e38, -3e38, 1e-45, 2.0**23 + 1, 0.99999994]
 
@@ -139,6 +141,13 @@ def test_copysign_hypot_and_nextafter():
             KERNELS2[name][(1,)](x, y, out, x.size, BLOCK=BLOCK)
             results[name] = out
         np.testing.assert_array_equal(results["copysign"], np.copysign(x, y))
+        with np.errstate(all="ignore"):
+            angle = np.arctan2(x.astype(np.float64), y.astype(np.float64)).astype(dtype)
+        _same_specials(results["atan2"], angle)
+        finite = np.isfinite(angle)
+        spacing = np.spacing(np.abs(angle[finite])).astype(np.float64)
+        assert (np.abs(results["atan2"][finite].astype(np.float64) - angle[finite])
+                <= 3 * spacing).all()
         np.testing.assert_array_equal(results["nextafter"], np.nextafter(x, y))
         with np.errstate(all="ignore"):
             want = np.hypot(x.astype(np.float64), y.astype(np.float64)).astype(dtype)
@@ -162,6 +171,7 @@ def all_math(x, y, out, n, BLOCK: dsl.constexpr):
     r = dsl.sinh(a) + dsl.cosh(b) + dsl.asinh(a) + dsl.acosh(dsl.abs(b) + 1.0)
     r += dsl.atanh(a * 0.01) + dsl.log10(dsl.abs(b)) + dsl.trunc(a) + dsl.nearbyint(b)
     r += dsl.relu(a) + dsl.copysign(a, b) + dsl.hypot(a, b) + dsl.nextafter(a, b)
+    r += dsl.atan(a) + dsl.asin(a * 0.1) + dsl.acos(b * 0.1) + dsl.atan2(a, b)
     r += dsl.where(dsl.isnan(a) | dsl.signbit(b), 1.0, 0.0)
     dsl.store(out, i, r, m)
 
