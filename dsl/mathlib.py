@@ -274,8 +274,13 @@ def hypot(b: Builder, x: Operand, y: Operand) -> Value:
     a, c = e.fn("abs", v), e.fn("abs", w)
     big = sem.extremum(b, "maximum", a, c, None)
     small = sem.extremum(b, "minimum", a, c, None)
+    # in range, the plain formula (exact squares for 16-bit operands, so one rounding
+    # to fp32 and one to the operand type); far from 1, scaled by the larger magnitude
+    plain = e.fn("sqrt", e.add(e.mul(a, a), e.mul(c, c)))
     ratio = e.div(small, big)
-    r = e.mul(big, e.fn("sqrt", e.add(1.0, e.mul(ratio, ratio))))
+    scaled = e.mul(big, e.fn("sqrt", e.add(1.0, e.mul(ratio, ratio))))
+    in_range = e.both(e.cmp("lt", big, 2.0**60), e.cmp("gt", small, 2.0**-60))
+    r = e.where(in_range, plain, scaled)
     r = e.where(e.cmp("eq", big, 0.0), 0.0, r)
     r = e.where(e.either(e.cmp("ne", v, v), e.cmp("ne", w, w)), e.add(v, w), r)
     infinite = e.either(e.cmp("eq", a, float("inf")), e.cmp("eq", c, float("inf")))
