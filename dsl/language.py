@@ -439,6 +439,30 @@ def atan2(y: Any, x: Any) -> Any:
 
 
 @builtin
+def lgamma(x: Any) -> Any:
+    """Elementwise log|gamma(x)| (Lanczos; ``dsl.mathlib``)."""
+    raise _outside("lgamma")
+
+
+@builtin
+def gamma(x: Any) -> Any:
+    """Elementwise gamma function; NaN at the poles (``dsl.mathlib``)."""
+    raise _outside("gamma")
+
+
+@builtin
+def erfinv(x: Any) -> Any:
+    """Elementwise inverse error function, +-inf at +-1 (``dsl.mathlib``)."""
+    raise _outside("erfinv")
+
+
+@builtin
+def cyl_bessel_i0(x: Any) -> Any:
+    """Elementwise modified Bessel function of the first kind, order 0 (``dsl.mathlib``)."""
+    raise _outside("cyl_bessel_i0")
+
+
+@builtin
 def log10(x: Any) -> Any:
     """Elementwise base-10 logarithm (``dsl.mathlib``)."""
     raise _outside("log10")

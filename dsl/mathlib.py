@@ -205,6 +205,93 @@ def _acos(e: _Expr, x: Value) -> Value:
     return e.mul(2.0, _atan2_of(e, e.fn("sqrt", e.sub(1.0, x)), e.fn("sqrt", e.add(1.0, x))))
 
 
+# Lanczos' approximation of the gamma function (g = 7, nine terms), the commonly
+# published coefficients.
+_LANCZOS_G = 7.0
+_LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
+            -176.61502916214059, 12.507343278686905, -0.13857109526572012,
+            9.9843695780195716e-6, 1.5056327351493116e-7)
+_HALF_LOG_2PI = 0.9189385332046728
+
+
+def _lgamma_right(e: _Expr, x: Value) -> Value:
+    """log|gamma(x)| for x >= 0.5 (Lanczos)."""
+    z = e.sub(x, 1.0)
+    series: Value | float = _LANCZOS[0]
+    for i, c in enumerate(_LANCZOS[1:], start=1):
+        series = e.add(series, e.div(c, e.add(z, float(i))))
+    t = e.add(z, _LANCZOS_G + 0.5)
+    return e.add(e.add(_HALF_LOG_2PI, e.sub(e.mul(e.add(z, 0.5), e.fn("log", t)), t)),
+                 e.fn("log", series))
+
+
+def _sin_pi(e: _Expr, x: Value) -> Value:
+    """|sin(pi x)| with the argument reduced exactly first (x - round(x) is exact)."""
+    r = e.sub(x, e.fn("floor", e.add(x, 0.5)))
+    return e.fn("abs", e.fn("sin", e.mul(_PI, r)))
+
+
+def _lgamma(e: _Expr, x: Value) -> Value:
+    # x < 0.5: the reflection log(pi / |sin(pi x)|) - lgamma(1 - x) (inf at the poles)
+    reflected = e.sub(e.fn("log", e.div(_PI, _sin_pi(e, x))), _lgamma_right(e, e.sub(1.0, x)))
+    right = _lgamma_right(e, e.where(e.cmp("lt", x, 0.5), 1.0, x))
+    result = e.where(e.cmp("lt", x, 0.5), reflected, right)
+    return e.where(e.cmp("eq", e.fn("abs", x), float("inf")), float("inf"), result)
+
+
+def _gamma(e: _Expr, x: Value) -> Value:
+    magnitude = e.fn("exp", _lgamma(e, x))
+    # negative between -2k-1 and -2k (floor(-x) even), positive elsewhere
+    half = e.mul(0.5, e.fn("floor", e.fn("neg", x)))
+    negative = e.both(e.cmp("lt", x, 0.0), e.cmp("eq", e.fn("floor", half), half))
+    signed = e.negate_if(negative, magnitude)
+    pole = e.both(e.cmp("lt", x, 0.0), e.cmp("eq", e.fn("floor", x), x))
+    signed = e.where(pole, float("nan"), signed)
+    return e.where(e.cmp("eq", x, float("-inf")), float("nan"), signed)
+
+
+# erfinv: M. Giles, "Approximating the erfinv function" (GPU Computing Gems, 2011),
+# single-precision coefficients, central region (w < 5) and tails.
+_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                   0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def _horner(e: _Expr, coefs: tuple[float, ...], w: Value) -> Value:
+    p: Value | float = coefs[0]
+    for c in coefs[1:]:
+        p = e.add(e.mul(p, w), c)
+    assert isinstance(p, Value)
+    return p
+
+
+def _erfinv(e: _Expr, x: Value) -> Value:
+    w = e.fn("neg", e.fn("log", e.mul(e.sub(1.0, x), e.add(1.0, x))))
+    central = _horner(e, _ERFINV_CENTRAL, e.sub(e.where(e.cmp("lt", w, 5.0), w, 2.5), 2.5))
+    tail = _horner(e, _ERFINV_TAIL, e.sub(e.fn("sqrt", e.where(e.cmp("lt", w, 5.0), 5.0, w)),
+                                          3.0))
+    result = e.mul(e.where(e.cmp("lt", w, 5.0), central, tail), x)
+    edge = e.cmp("eq", e.fn("abs", x), 1.0)
+    return e.where(edge, e.mul(x, float("inf")), result)
+
+
+# I0: Abramowitz and Stegun 9.8.1 (|x| <= 3.75) and 9.8.2 (beyond, times e**x/sqrt(x)).
+_I0_NEAR = (0.0045813, 0.0360768, 0.2659732, 1.2067492, 3.0899424, 3.5156229, 1.0)
+_I0_FAR = (0.00392377, -0.01647633, 0.02635537, -0.02057706, 0.00916281, -0.00157565,
+           0.00225319, 0.01328592, 0.39894228)
+
+
+def _cyl_bessel_i0(e: _Expr, x: Value) -> Value:
+    a = e.fn("abs", x)
+    t = e.div(a, 3.75)
+    near = _horner(e, _I0_NEAR, e.mul(t, t))
+    far_poly = _horner(e, _I0_FAR, e.div(1.0, e.where(e.cmp("gt", t, 1.0), t, 1.0)))
+    half = e.fn("exp", e.mul(0.5, a))  # e**a as a square: overflows only where I0 does
+    far = e.mul(e.div(e.mul(half, far_poly), e.fn("sqrt", a)), half)
+    return e.where(e.cmp("le", a, 3.75), near, far)
+
+
 def _log10(e: _Expr, x: Value) -> Value:
     return e.mul(e.fn("log", x), INV_LN10)
 
@@ -241,6 +328,10 @@ relu = _unary("relu", _relu)
 atan = _unary("atan", _atan)
 asin = _unary("asin", _asin)
 acos = _unary("acos", _acos)
+lgamma = _unary("lgamma", _lgamma)
+gamma = _unary("gamma", _gamma)
+erfinv = _unary("erfinv", _erfinv)
+cyl_bessel_i0 = _unary("cyl_bessel_i0", _cyl_bessel_i0)
 
 
 def isnan(b: Builder, x: Operand) -> Value:
@@ -320,6 +411,7 @@ _SAME_WIDTH_INT = {16: dt.int16, 32: dt.int32, 64: dt.int64}
 # name -> builder, for the frontend's builtin table (one operand, then two)
 UNARY: dict[str, Callable[[Builder, Operand], Value]] = {
     f.__name__: f for f in (sinh, cosh, asinh, acosh, atanh, atan, asin, acos, log10, trunc,
-                            nearbyint, relu, isnan, signbit)}
+                            nearbyint, relu, isnan, signbit, lgamma, gamma, erfinv,
+                            cyl_bessel_i0)}
 BINARY: dict[str, Callable[[Builder, Operand, Operand], Value]] = {
     "copysign": copysign, "hypot": hypot, "nextafter": nextafter, "atan2": atan2}

@@ -50,7 +50,15 @@ def _kernel2(name):
     return binary
 
 
-KERNELS1 = {name: _kernel1(name) for name in [*UNARY, "isnan", "signbit"]}
+# special functions: builtin -> (float64 reference, torch float32 counterpart, inputs,
+# rtol, atol): approximations (Lanczos, Giles, Abramowitz-Stegun), so a tolerance
+SPECIAL = {
+    "lgamma": (None, "gammaln", "wide", 1e-5, 1e-5),
+    "gamma": (np.vectorize(__import__("math").gamma), None, "positive", 3e-5, 1e-30),
+    "erfinv": (None, "erfinv", "unit", 1e-6, 1e-6),
+    "cyl_bessel_i0": (np.i0, "i0", "wide", 2e-6, 1e-30),
+}
+KERNELS1 = {name: _kernel1(name) for name in [*UNARY, *SPECIAL, "isnan", "signbit"]}
 KERNELS2 = {name: _kernel2(name) for name in ("copysign", "hypot", "nextafter", "atan2")}
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 0.5, -0.5, 1.5, 2.5, -2.5, 1.0, -1.0,
             1e-30, -1e-30, 3e38, -3e38, 1e-45, 2.0**23 + 1, 0.99999994]
@@ -121,6 +129,38 @@ def test_fp32_agrees_with_torch(torch, name):
     assert _ulps(got, want).max() <= bound + 1  # torch's own float32 result may be 1 ulp off
 
 
+def _special_inputs(kind):
+    rng = np.random.default_rng(8)
+    if kind == "unit":
+        x = rng.uniform(-1, 1, N)
+        x[:6] = [0.0, -0.0, 1.0, -1.0, 0.999, -0.5]
+    else:
+        x = rng.standard_normal(N) * np.exp(rng.uniform(-4, 3, N))
+        x[:6] = [0.0, 1.0, 2.0, 0.5, -1.5, -2.5]
+        if kind == "positive":
+            x = np.abs(x) + 1e-3
+            x = x[x < 30]  # gamma overflows fp32 past ~35
+    return x.astype(np.float32)
+
+
+@pytest.mark.parametrize("name", sorted(SPECIAL))
+def test_special_functions_against_float64_and_torch(torch, name):
+    reference, torch_name, kind, rtol, atol = SPECIAL[name]
+    x = _special_inputs(kind)
+    got = _run1(name, x)
+    x64 = torch.from_numpy(x.astype(np.float64))
+    if reference is None:  # torch's float64 function
+        want = getattr(torch.special, torch_name)(x64).numpy()
+    else:
+        with np.errstate(all="ignore"):
+            want = reference(x.astype(np.float64)).astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+    if torch_name is not None:  # the second oracle: torch's own float32 function
+        mine = getattr(torch.special, torch_name, None) or getattr(torch, torch_name)
+        np.testing.assert_allclose(got, mine(torch.from_numpy(x)).numpy(), rtol=10 * rtol,
+                                   atol=10 * atol)
+
+
 def test_isnan_and_signbit_are_exact():
     for dtype in (np.float32, np.float16):
         x = _inputs(dtype)
@@ -172,6 +212,8 @@ def all_math(x, y, out, n, BLOCK: dsl.constexpr):
     r += dsl.atanh(a * 0.01) + dsl.log10(dsl.abs(b)) + dsl.trunc(a) + dsl.nearbyint(b)
     r += dsl.relu(a) + dsl.copysign(a, b) + dsl.hypot(a, b) + dsl.nextafter(a, b)
     r += dsl.atan(a) + dsl.asin(a * 0.1) + dsl.acos(b * 0.1) + dsl.atan2(a, b)
+    r += dsl.lgamma(a) + dsl.gamma(dsl.abs(b) + 0.5) + dsl.erfinv(a * 0.1)
+    r += dsl.cyl_bessel_i0(b)
     r += dsl.where(dsl.isnan(a) | dsl.signbit(b), 1.0, 0.0)
     dsl.store(out, i, r, m)
 
