@@ -1001,6 +1001,17 @@ def _math(name: str) -> Callable[..., Any]:
     return lambda v, node, x: sem.unary(v.b, name, x)
 
 
+def _rounding(name: str) -> Callable[..., Any]:
+    """``floor``/``ceil``: in Triton kernels an integer operand is returned as it is
+    (triton-ascend rounds integers to themselves); DSL kernels ask for a float."""
+    def handler(v: _Visitor, node: ast.AST, x: Any) -> Any:
+        if v.b.triton_rules and _is_value(x) and not x.dtype.is_float:
+            return x
+        return sem.unary(v.b, name, x)
+
+    return handler
+
+
 def _composed_unary(build: Callable[..., Any]) -> Callable[..., Any]:
     """A ``dsl.mathlib`` function of one operand as a builtin handler."""
     return lambda v, node, x: build(v.b, x)
@@ -1203,7 +1214,7 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "sigmoid": _math("sigmoid"), "sqrt": _math("sqrt"),
     "tanh": _math("tanh"), "exp2": _math("exp2"), "log2": _math("log2"),
     "rsqrt": _math("rsqrt"), "sin": _math("sin"), "cos": _math("cos"), "erf": _math("erf"),
-    "floor": _math("floor"), "ceil": _math("ceil"),
+    "floor": _rounding("floor"), "ceil": _rounding("ceil"),
     **{name: _composed_unary(f) for name, f in mathlib.UNARY.items()},
     **{name: _composed_binary(f) for name, f in mathlib.BINARY.items()},
     "pow": _binary_builtin("pow"),

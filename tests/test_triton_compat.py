@@ -421,3 +421,25 @@ def test_libdevice_math_composed_by_the_language(torch):
     out = torch.empty(100)
     dsl.from_triton(libdevice_kernel)[(2,)](x, out, 100, BLOCK=64)
     assert torch.allclose(out, torch.asinh(x) + torch.hypot(x, x), rtol=1e-6, atol=1e-6)
+
+
+@triton.jit
+def round_ints_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, tl.ceil(x) + tl.floor(x))
+
+
+def test_floor_and_ceil_of_integers_are_the_integers_in_triton_kernels():
+    x = np.arange(-8, 8, dtype=np.int8)
+    out = np.zeros(16, np.int8)
+    dsl.from_triton(round_ints_kernel)[(1,)](x, out, BLOCK=16)
+    np.testing.assert_array_equal(out, x * 2)
+
+    @dsl.jit
+    def dsl_ceil(x, out):  # the DSL's own kernels still ask for a float
+        i = dsl.arange(0, 16)
+        dsl.store(out, i, dsl.ceil(dsl.load(x, i)))
+
+    with pytest.raises(dsl.DSLCompileError, match="ceil expects a floating-point operand"):
+        dsl_ceil(x, out)
