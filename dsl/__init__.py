@@ -57,6 +57,7 @@ from dsl.language import (  # composed math (dsl.mathlib)
     atomic_xchg,
     atomic_xor,
     block_size,
+    broadcast,
     cast,
     cat,
     cdiv,
@@ -170,5 +171,5 @@ __all__ = [
     "from_triton", "extract_slice", "insert_slice", "get_element", "gather", "sort",
     "multibuffer", "PropagateNan", "acosh", "asinh", "atanh", "copysign", "cosh", "hypot",
     "isnan", "log10", "nearbyint", "nextafter", "relu", "signbit", "sinh", "trunc",
-    "acos", "asin", "atan", "atan2", "lgamma", "gamma", "erfinv", "cyl_bessel_i0",
+    "acos", "asin", "atan", "atan2", "broadcast", "lgamma", "gamma", "erfinv", "cyl_bessel_i0",
 ]

@@ -1233,6 +1233,7 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "expand_dims": lambda v, node, input, axis: _expand_dims(v, node, input, axis),
     "broadcast_to": lambda v, node, input, shape: sem.broadcast_block(
         v.b, input, _shape_arg(shape)),
+    "broadcast": lambda v, node, input, other: sem.broadcast_pair(v.b, input, other),
     "cat": lambda v, node, input, other, can_reorder: sem.cat(v.b, input, other),
     "join": lambda v, node, a, b: sem.join(v.b, a, b),
     "split": lambda v, node, a: sem.split(v.b, a),

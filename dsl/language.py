@@ -618,6 +618,12 @@ def broadcast_to(input: Any, *shape: Any) -> Any:  # noqa: A002
 
 
 @builtin
+def broadcast(input: Any, other: Any) -> Any:  # noqa: A002
+    """Both blocks broadcast to their common shape (NumPy rules): a pair."""
+    raise _outside("broadcast")
+
+
+@builtin
 def cat(input: Any, other: Any, can_reorder: bool = False) -> Any:  # noqa: A002
     """Two 1-D blocks concatenated, ``input`` first (the order is always kept;
     ``can_reorder`` is accepted)."""

@@ -754,6 +754,13 @@ def broadcast_block(b: Builder, x: Operand, shape: Any) -> Value:
     return broadcast_to(b, v, check_block_shape(b, shape))
 
 
+def broadcast_pair(b: Builder, x: Operand, y: Operand) -> tuple[Value, Value]:
+    """``tl.broadcast``: both operands broadcast to their common shape (NumPy rules)."""
+    xv, yv = as_value(b, x), as_value(b, y)
+    shape = broadcast_shapes(b, xv.shape, yv.shape, "broadcast()")
+    return broadcast_to(b, xv, shape), broadcast_to(b, yv, shape)
+
+
 # ----------------------------------------------------------------------------- random
 
 

@@ -443,3 +443,20 @@ def test_floor_and_ceil_of_integers_are_the_integers_in_triton_kernels():
 
     with pytest.raises(dsl.DSLCompileError, match="ceil expects a floating-point operand"):
         dsl_ceil(x, out)
+
+
+@triton.jit
+def broadcast_pair_kernel(x_ptr, y_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
+    rows = tl.arange(0, R)[:, None]
+    cols = tl.arange(0, C)[None, :]
+    a, b = tl.broadcast(tl.load(x_ptr + rows), tl.load(y_ptr + cols))
+    tl.store(out_ptr + rows * C + cols, a * 10 + b)
+
+
+def test_tl_broadcast_gives_both_operands_at_the_common_shape(cpu_toolchain):
+    x, y = np.arange(4, dtype=np.float32), np.arange(8, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    kernel = dsl.from_triton(broadcast_pair_kernel)
+    kernel[(1,)](x, y, out, R=4, C=8)
+    np.testing.assert_array_equal(out.reshape(4, 8), x[:, None] * 10 + y[None, :])
+    differential(kernel, (x, y, np.zeros(32, np.float32)), {"R": 4, "C": 8}, grid=(1,))
