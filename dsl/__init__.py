@@ -139,6 +139,7 @@ from dsl.language import (  # composed math (dsl.mathlib)
     sum,
     tanh,
     tile_range,
+    topk,
     trans,
     trunc,
     umulhi,
@@ -171,5 +172,5 @@ __all__ = [
     "from_triton", "extract_slice", "insert_slice", "get_element", "gather", "sort",
     "multibuffer", "PropagateNan", "acosh", "asinh", "atanh", "copysign", "cosh", "hypot",
     "isnan", "log10", "nearbyint", "nextafter", "relu", "signbit", "sinh", "trunc",
-    "acos", "asin", "atan", "atan2", "broadcast", "lgamma", "gamma", "erfinv", "cyl_bessel_i0",
+    "acos", "asin", "atan", "atan2", "broadcast", "topk", "lgamma", "gamma", "erfinv", "cyl_bessel_i0",
 ]

@@ -1275,6 +1275,7 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "get_element": lambda v, node, src, indice: sem.get_element(v.b, src, indice),
     "gather": lambda v, node, src, index, axis: sem.gather(v.b, src, index, axis),
     "sort": lambda v, node, ptr, dim, descending: sem.sort(v.b, ptr, dim, descending),
+    "topk": lambda v, node, input, k, dim: sem.topk(v.b, input, k, dim),
     "debug_barrier": lambda v, node: None,
     "multibuffer": lambda v, node, src, size: None,
     "assume": lambda v, node, cond: None,

@@ -618,6 +618,12 @@ def broadcast_to(input: Any, *shape: Any) -> Any:  # noqa: A002
 
 
 @builtin
+def topk(input: Any, k: int, dim: Any = None) -> Any:  # noqa: A002
+    """The ``k`` largest elements along the last axis, largest first (``tl.topk``)."""
+    raise _outside("topk")
+
+
+@builtin
 def broadcast(input: Any, other: Any) -> Any:  # noqa: A002
     """Both blocks broadcast to their common shape (NumPy rules): a pair."""
     raise _outside("broadcast")

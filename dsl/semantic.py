@@ -748,6 +748,19 @@ def sort(b: Builder, x: Operand, dim: Any, descending: Any) -> Value:
                                                 "descending": bool(descending)}).result
 
 
+def topk(b: Builder, x: Operand, k: Any, dim: Any) -> Value:
+    """``tl.topk``: the ``k`` largest elements along the last axis, largest first (a
+    descending ``sort`` and the leading ``k`` of it)."""
+    v = _block(b, x, "topk")
+    ax = _one_axis(b, "topk", v, -1 if dim is None else dim)
+    if ax != v.rank - 1:
+        raise b.error("topk() works along the last axis")
+    if not isinstance(k, int) or not 0 < k <= v.shape[-1]:
+        raise b.error(f"topk() needs a constexpr k in [1, {v.shape[-1]}], got {k!r}")
+    ordered = sort(b, v, ax, True)
+    return extract_slice(b, ordered, (0,) * v.rank, v.shape[:-1] + (k,), (1,) * v.rank)
+
+
 def broadcast_block(b: Builder, x: Operand, shape: Any) -> Value:
     """``broadcast_to`` of a block inside a kernel (NumPy rules, rule 8)."""
     v = as_value(b, x)

@@ -460,3 +460,17 @@ def test_tl_broadcast_gives_both_operands_at_the_common_shape(cpu_toolchain):
     kernel[(1,)](x, y, out, R=4, C=8)
     np.testing.assert_array_equal(out.reshape(4, 8), x[:, None] * 10 + y[None, :])
     differential(kernel, (x, y, np.zeros(32, np.float32)), {"R": 4, "C": 8}, grid=(1,))
+
+
+@triton.jit
+def topk_kernel(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rows = tl.arange(0, M)[:, None]
+    x = tl.load(x_ptr + rows * N + tl.arange(0, N)[None, :])
+    tl.store(out_ptr + rows * K + tl.arange(0, K)[None, :], tl.topk(x, K))
+
+
+def test_tl_topk_is_the_k_largest_largest_first(torch):
+    x = torch.randn(4, 16)
+    out = torch.empty(4, 3)
+    dsl.from_triton(topk_kernel)[(1,)](x, out, M=4, N=16, K=3)
+    assert torch.equal(out, torch.topk(x, 3, dim=-1).values)
