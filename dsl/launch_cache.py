@@ -106,7 +106,8 @@ def call_shape(params: list[inspect.Parameter], constexprs: frozenset[str],
 
 
 def call_key(shape: CallShape, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple | None:
-    """The key of a call with this call shape (None: not cacheable)."""
+    """The key of a call with this call shape (None: not cacheable; an unhashable
+    constexpr is found when the caller hashes the key)."""
     parts: list[Any] = []
     values = list(args) + list(kwargs.values())
     for value, constexpr in zip(values, shape.constexpr):
@@ -117,11 +118,7 @@ def call_key(shape: CallShape, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
         if key is None:
             return None
         parts.append(key)
-    try:
-        hash(tuple(parts))
-    except TypeError:
-        return None
-    return tuple(parts)
+    return tuple(parts)  # JITFunction._recipe_key hashes the whole key once
 
 
 @dataclass(frozen=True)

@@ -1013,7 +1013,7 @@ def execute(launch: Launch, options: Options) -> None:
     if record and interpreter.recorder is not None:
         if len(facts.plans) >= PROOFS_PER_KERNEL:
             facts.plans.pop(next(iter(facts.plans)))
-        facts.plans[key] = interpreter.recorder.build(launch.function)
+        facts.plans[key] = interpreter.recorder.build()
 
 
 def _last_uses(block: Block) -> dict[int, frozenset[int]]:

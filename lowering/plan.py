@@ -176,7 +176,7 @@ class Recorder:
             self.runs[id(op)] = run if run is not None and \
                 getattr(offset, "length", None) == length else None
 
-    def build(self, fn: Function) -> Plan | None:
+    def build(self) -> Plan | None:
         """The plan of the recorded launch, or None when it is not one flat pass."""
         form = self.form
         if any(self.seen.get(id(op)) != 1 for op in form.ops):
@@ -187,7 +187,7 @@ class Recorder:
         if len(access_rows) != 1:
             return None
         rows = access_rows.pop()
-        return _compile(fn, form, self, rows, self.block)
+        return _compile(form, self, rows, self.block)
 
 
 def _flat(value: np.ndarray, rows: int, block: int) -> np.ndarray | None:
@@ -232,8 +232,7 @@ class Plan:
                 step(regs, buffers)
 
 
-def _compile(fn: Function, form: FlatForm, rec: Recorder, rows: int, block: int
-             ) -> Plan | None:
+def _compile(form: FlatForm, rec: Recorder, rows: int, block: int) -> Plan | None:
     total = rows * block
     registers: dict[int, int] = {}
     constants: dict[int, np.ndarray] = {}
@@ -242,7 +241,6 @@ def _compile(fn: Function, form: FlatForm, rec: Recorder, rows: int, block: int
     tensor_positions: list[int] = []
     tensor_index: dict[str, int] = {}
     steps: list[Step] = []
-    param_positions = {p.value.uid: i for i, p in enumerate(fn.params)}
 
     def reg_of(v: Value) -> int | None:
         reg = registers.get(v.uid)
@@ -250,7 +248,7 @@ def _compile(fn: Function, form: FlatForm, rec: Recorder, rows: int, block: int
             return reg
         reg = registers[v.uid] = len(registers)
         if v.uid in form.params:
-            params.append((reg, param_positions[v.uid]))
+            params.append((reg, form.params[v.uid]))
             uniform.add(reg)
             return reg
         captured = rec.values.get(v.uid)
@@ -275,7 +273,7 @@ def _compile(fn: Function, form: FlatForm, rec: Recorder, rows: int, block: int
             name = op.tensor
             if name not in tensor_index:
                 tensor_index[name] = len(tensor_positions)
-                tensor_positions.append(param_positions[op.view.uid])
+                tensor_positions.append(form.params[op.view.uid])
             run = rec.runs[id(op)]
             assert run is not None
             lo, count = run

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from test_compiled_cpu import differential
+from test_language import _unary_kernel  # the one-builtin kernel of the math tests
 
 import dsl
 
@@ -24,18 +25,6 @@ UNARY = {
     "atan": (np.arctan, "atan", 2), "asin": (np.arcsin, "asin", 3),
     "acos": (np.arccos, "acos", 4),
 }
-
-
-def _kernel1(name):
-    fn = getattr(dsl, name)
-
-    @dsl.jit
-    def unary(x, out, n, BLOCK: dsl.constexpr):
-        i = dsl.arange(0, BLOCK)
-        m = i < n
-        dsl.store(out, i, fn(dsl.load(x, i, m)), m)
-
-    return unary
 
 
 def _kernel2(name):
@@ -58,7 +47,7 @@ SPECIAL = {
     "erfinv": (None, "erfinv", "unit", 1e-6, 1e-6),
     "cyl_bessel_i0": (np.i0, "i0", "wide", 2e-6, 1e-30),
 }
-KERNELS1 = {name: _kernel1(name) for name in [*UNARY, *SPECIAL, "isnan", "signbit"]}
+KERNELS1 = {name: _unary_kernel(name) for name in [*UNARY, *SPECIAL, "isnan", "signbit"]}
 KERNELS2 = {name: _kernel2(name) for name in ("copysign", "hypot", "nextafter", "atan2")}
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 0.5, -0.5, 1.5, 2.5, -2.5, 1.0, -1.0,
             1e-30, -1e-30, 3e38, -3e38, 1e-45, 2.0**23 + 1, 0.99999994]
