@@ -51,7 +51,7 @@ def main() -> None:
             launch = ops.bce_backward_kernel.prepare((g, x, y, None, out, size, 1.0 / size),
                                                      kwargs, None)
             started = time.perf_counter()
-            cpu.compile_cpu(generate(launch.function))
+            cpu.compile_cpu(generate(launch.function, tree_sums=True))
             compile_s = time.perf_counter() - started
             best = {"interp": float("inf"), "cpu": float("inf")}
             results = {}

@@ -181,8 +181,9 @@ def sqrt(x: Any) -> Any:
 
 @builtin
 def sum(input: Any, axis: int | None = None, keep_dims: bool = False) -> Any:  # noqa: A001,A002
-    """Sum along ``axis`` (all axes when None), adding in index order; accumulates as
-    rule 10 of dsl.semantic says."""
+    """Sum along ``axis`` (all axes when None, the last first). A float sum adds in a
+    halving tree (``x[i] + x[i + n/2]``, then again on the halves), in the interpreter
+    and compiled-CPU mode alike; it accumulates as rule 10 of dsl.semantic says."""
     raise _outside("sum")
 
 

@@ -14,8 +14,11 @@ to:
   compiled-CPU mode (``lowering.cpu``) links these same definitions.
 - Casts round to nearest even between floats, truncate toward zero from float to
   integer and test ``!= 0`` to int1 (rule 9 of ``dsl.semantic``).
-- Reductions combine in index order along the axis (``reduce_in_order``): that is
-  what the lowered loops do, and the order fixes a float sum's bits.
+- A float ``sum`` adds in a halving tree (``tree_sum``), which compiled-CPU mode's
+  generated code spells out, so the interpreter and compiled code agree bit for bit.
+  ``dot`` is the exception: BLAS sums its products (``dot``).
+  ``max``/``min``/``xor_sum`` do not depend on the order. ``tl.reduce`` with a
+  combine function, and scans, fold in index order.
 """
 
 from __future__ import annotations
@@ -202,18 +205,23 @@ def _atomic_combine(op: str, old: np.ndarray, value: np.ndarray) -> np.ndarray:
 
 def apply_atomics(read: Callable[[np.ndarray], np.ndarray],
                   write: Callable[[np.ndarray, np.ndarray], None], addresses: np.ndarray,
-                  values: np.ndarray, op: str, compare: np.ndarray | None = None
-                  ) -> np.ndarray:
+                  values: np.ndarray, op: str, compare: np.ndarray | None = None,
+                  want_old: bool = True) -> np.ndarray | None:
     """Apply atomic ``op`` (or compare-and-swap when ``compare`` is given) at flat
     ``addresses`` one lane at a time, in the order the lanes are listed, and return
     each lane's old value. Lanes are applied in rounds: round r holds the r-th lane
     of every address, so each round touches distinct addresses and is one vectorized
-    read and write, and two lanes of one address always apply in list order."""
+    read and write, and two lanes of one address always apply in list order.
+
+    Without ``want_old`` (no lane's old value is used) an integer add only needs each
+    element's total, and returns None."""
     count = addresses.shape[0]
     old = np.empty_like(values)
     if count == 0:
-        return old
+        return old if want_old else None
     if compare is None and op == "add" and values.dtype.kind in "iu":
+        if not want_old and _integer_add_totals(read, write, addresses, values):
+            return None
         return _integer_add(read, write, addresses, values)
     order = np.argsort(addresses, kind="stable")
     ordered = addresses[order]
@@ -233,6 +241,31 @@ def apply_atomics(read: Callable[[np.ndarray], np.ndarray],
             new = np.where(current == compare[lanes], values[lanes], current)
         write(where, new.astype(values.dtype, copy=False))
     return old
+
+
+def _integer_add_totals(read: Callable[[np.ndarray], np.ndarray],
+                        write: Callable[[np.ndarray, np.ndarray], None], addresses: np.ndarray,
+                        values: np.ndarray) -> bool:
+    """An integer atomic add whose old values nobody reads: add each element's total
+    once (wrapping, so the same bits as lane by lane). Counts by bin, in time linear in
+    the lanes and the span of addresses; returns False, doing nothing, when the
+    addresses are too spread out for a table of their span."""
+    low = int(addresses.min())
+    span = int(addresses.max()) - low + 1
+    if span > 4 * addresses.shape[0] + 4096:
+        return False
+    slots = addresses - low
+    hits = np.bincount(slots, minlength=span)
+    with np.errstate(all="ignore"):
+        if values.min() == values.max():  # one value for every lane (a count): no scatter
+            totals = hits.astype(np.int64) * np.int64(values[0])
+        else:
+            totals = np.zeros(span, np.int64)
+            np.add.at(totals, slots, values.astype(np.int64))
+        touched = np.nonzero(hits)[0]
+        targets = touched + low
+        write(targets, (read(targets) + totals[touched]).astype(values.dtype))
+    return True
 
 
 def _integer_add(read: Callable[[np.ndarray], np.ndarray],
@@ -265,34 +298,67 @@ def _integer_add(read: Callable[[np.ndarray], np.ndarray],
 
 
 def dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
-    """``acc + a @ b`` over the last two axes (leading axes batch), in ``acc``'s dtype:
-    ``acc = acc + round(a[i, k] * b[k, j])`` for k in index order, each product and each
-    sum rounded to the accumulator type (no fused multiply-add). This is the order
-    triton-ascend's lowered ``tl.dot`` adds in (measured on the CPU route); integer
-    products and sums wrap."""
-    out = np.array(acc, copy=True)
-    dtype = out.dtype
-    a, b = a.astype(dtype), b.astype(dtype)
+    """``acc + a @ b`` over the last two axes (leading axes batch), in ``acc``'s dtype.
+
+    Float operands multiply in float32 through BLAS (``np.matmul``), and the product is
+    added to ``acc`` once; a float16 accumulator is rounded once, at the end. The
+    order of the k additions is BLAS's: the one float result in the language whose
+    bits are not fixed (on the NPU the Cube unit accumulates in its own order, and
+    compiled-CPU mode adds in k order). The result is within the fp32 dot bound
+    ``K * eps * (|a| @ |b|)`` of the exact product in every backend; a given machine
+    gives the same bits on every run. Integer (int8 -> int32) products and sums wrap,
+    which no order changes."""
+    dtype = acc.dtype
+    if dtype.kind in "iu":
+        with np.errstate(all="ignore"):
+            return (acc + np.matmul(a.astype(dtype), b.astype(dtype))).astype(dtype)
+    # contiguous float32 operands keep NumPy on its BLAS path for every batch layout
+    a32 = np.ascontiguousarray(a, dtype=np.float32)
+    b32 = np.ascontiguousarray(b, dtype=np.float32)
     with np.errstate(all="ignore"):
-        for k in range(a.shape[-1]):
-            out += a[..., :, k, None] * b[..., k, None, :]
-    return out
+        product = np.matmul(a32, b32)
+        if dtype == np.float32:
+            return product + acc
+        return (product + acc.astype(np.float32)).astype(dtype)
 
 
 # ----------------------------------------------------------------------------- reductions
 
 
-def sum_in_order(x: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
-    """Sum along ``axis`` adding the elements in index order (rule 10), in ``dtype``.
+def tree_sum(x: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
+    """Sum along ``axis`` in the halving-tree order of rule 10, in ``dtype``.
 
-    With the summed axis outermost in memory, NumPy's reduce adds whole slices one
-    after another -- index order for every output element, and fast; pairwise
-    summation only applies along the innermost axis, which is why a lone summed axis
-    (nothing else to vectorise over) goes through ``accumulate`` instead."""
-    moved = np.moveaxis(x, axis, 0)
-    if moved.ndim >= 2 and moved[0].size >= 2:
-        return np.add.reduce(np.ascontiguousarray(moved), axis=0, dtype=dtype)
-    return np.take(np.add.accumulate(x, axis=axis, dtype=dtype), -1, axis=axis)
+    With ``n`` elements and ``h`` the largest power of two below ``n``, element ``i``
+    of the upper part is added to element ``i`` of the lower part (``x[i] + x[i + h]``
+    for ``i < n - h``), which leaves ``h`` partial sums; that repeats until one is left.
+    For a power-of-two length (every Triton block) that is a complete binary tree of
+    halves: ``(x[0] + x[n/2]) + (x[n/4] + x[3n/4])``, ... Each step is one vectorised
+    add over half of what is left, so the sum costs about one pass over ``x``.
+    Compiled-CPU mode's generated code writes the same adds (``tl.extract_slice``
+    halves), so it gives the same bits. Integer sums wrap the same in any order:
+    NumPy's own reduce computes them."""
+    dtype = np.dtype(dtype)
+    n = x.shape[axis]
+    if dtype.kind != "f" or n <= 1:
+        return np.add.reduce(x, axis=axis, dtype=dtype)
+
+    def part(a: np.ndarray, start: int, stop: int) -> np.ndarray:
+        index = [slice(None)] * a.ndim
+        index[axis] = slice(start, stop)
+        return a[tuple(index)]
+
+    half = 1 << ((n - 1).bit_length() - 1)
+    shape = list(x.shape)
+    shape[axis] = half
+    acc = np.empty(shape, dtype)
+    np.add(part(x, 0, n - half), part(x, half, n), out=part(acc, 0, n - half), dtype=dtype)
+    if n - half < half:  # the elements without a partner carry over unchanged
+        part(acc, n - half, half)[...] = part(x, n - half, half)
+    n = half
+    while n > 1:
+        n //= 2
+        np.add(part(acc, 0, n), part(acc, n, 2 * n), out=part(acc, 0, n))
+    return np.take(acc, 0, axis=axis)
 
 
 def xor_reduce(x: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:

@@ -173,7 +173,7 @@ class Combine:
 
 
 COMBINES: dict[str, Combine] = {c.name: c for c in [
-    Combine("sum", nm.sum_in_order, "tl.sum", accumulates=True),
+    Combine("sum", nm.tree_sum, "tl.sum", accumulates=True),
     Combine("max", nm.max_ignoring_nan, "tl.max", accumulates=False),
     Combine("min", nm.min_ignoring_nan, "tl.min", accumulates=False),
     Combine("xor_sum", nm.xor_reduce, "tl.xor_sum", accumulates=False),
@@ -749,7 +749,7 @@ _STRUCTURAL = [
           "a float32 standard normal from words 0 and 1 (Box-Muller, fp32 math)",
           attrs=("n_rounds",)),
     OpDef("dot", Signature(("lhs", "rhs", "acc")), Effect.PURE, _check_dot,
-          "acc + lhs @ rhs, adding the rounded products in k order (numerics.dot)",
+          "acc + lhs @ rhs, the products summed by BLAS in float32 (numerics.dot)",
           attrs=("input_precision",)),
     OpDef("arg_reduce", Signature(("source",)), Effect.PURE, _check_arg_reduce,
           "(value, int32 index) of the max or min along attrs['axis'] (numerics.arg_fold)",
@@ -758,7 +758,8 @@ _STRUCTURAL = [
           "inclusive prefix sum or product along attrs['axis'] (numerics.scan_in_order)",
           attrs=("combine", "axis", "reverse")),
     OpDef("reduce", Signature(("source",)), Effect.PURE, _check_reduce,
-          "combine along attrs['axis'] with COMBINES[attrs['combine']], in index order",
+          "combine along attrs['axis'] with COMBINES[attrs['combine']] (a float sum in "
+          "numerics.tree_sum's order)",
           attrs=("combine", "axis")),
     OpDef("load", Signature.parse("view index offset [mask other]"), Effect.READ, _check_load,
           "read the tensor at the physical offset; masked-off lanes give other; the "

@@ -35,8 +35,11 @@ Promotion rules (Triton's, numbered; messages refer to them):
 10. ``sum`` accumulates int1 and signed integers narrower than 64 bits in int32,
     unsigned ones in uint32, 64-bit integers in their own type and every float type
     of at most 32 bits in float32 (16-bit floats are never accumulated in 16 bits),
-    adding the elements in index order along the axis (what the lowered loops do;
-    the order fixes the float result); ``max``/``min`` keep the operand dtype.
+    adding a float sum's elements in a halving tree along the axis
+    (``numerics.tree_sum``: ``x[i] + x[i + n/2]``, then again on the halves; with no
+    axis, the last axis first). Compiled-CPU mode's generated code spells the tree
+    out, so it gets the interpreter's bits; on the NPU, ``tl.sum`` adds in the vector
+    unit's order. ``max``/``min`` keep the operand dtype.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Shared by the examples: timing and the OK/FAIL report of their ``__main__``."""
+"""Shared by the examples: timing, the OK/FAIL report of their ``__main__``, and the
+row sum in ``dsl.sum``'s order for references that match a kernel bit for bit."""
 
 from __future__ import annotations
 
@@ -6,6 +7,17 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+
+
+def tree_row_sum(a: np.ndarray) -> np.ndarray:
+    """Sums along axis 1 in ``dsl.sum``'s order (rule 10 of dsl.semantic): with ``h`` the
+    largest power of two below the length ``n``, column ``i + h`` is added to column
+    ``i`` for ``i < n - h``, the other columns carry over, until one is left."""
+    while a.shape[1] > 1:
+        n = a.shape[1]
+        half = 1 << ((n - 1).bit_length() - 1)
+        a = np.concatenate([a[:, :n - half] + a[:, half:], a[:, n - half:half]], axis=1)
+    return a[:, 0]
 
 
 def best_of(fn: Callable[[], object], repeat: int = 5) -> float:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from _bench import report
+from _bench import report, tree_row_sum
 
 import dsl
 
@@ -77,7 +77,7 @@ def layer_norm_bwd_dx(x, dy, w, mean, rstd, dx, dw_part, db_part, ROWS: dsl.cons
 
 @dsl.jit
 def sum_rows(part, out, BLOCK_P: dsl.constexpr, BLOCK_C: dsl.constexpr):
-    """out[c] = sum over the rows of part[:, c], adding the rows in order."""
+    """out[c] = sum over the rows of part[:, c], BLOCK_P rows at a time."""
     n_parts, n_cols = part.shape[0], part.shape[1]
     for c0 in dsl.tile_range(0, n_cols, BLOCK_C):
         cols = c0 + dsl.arange(0, BLOCK_C)
@@ -120,19 +120,14 @@ def layer_norm_backward(dy: np.ndarray, x: np.ndarray, w: np.ndarray, mean: np.n
     return dx, dw.astype(w.dtype), db.astype(w.dtype)
 
 
-def _row_sum(a: np.ndarray) -> np.ndarray:
-    """Sum along axis 1 adding in index order, as dsl.sum does."""
-    return np.add.accumulate(a, axis=1)[:, -1]
-
-
 def reference(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float = 1e-5
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The forward in fp32, in the kernel's order of operations."""
     f32, n = np.float32, np.float32(x.shape[1])
     v = x.astype(f32)
-    mean = _row_sum(v) / n
+    mean = tree_row_sum(v) / n
     d = v - mean[:, None]
-    rstd = f32(1) / np.sqrt(_row_sum(d * d) / n + f32(eps))
+    rstd = f32(1) / np.sqrt(tree_row_sum(d * d) / n + f32(eps))
     y = d * rstd[:, None] * w.astype(f32) + b.astype(f32)
     return y.astype(x.dtype), mean, rstd
 
@@ -145,7 +140,7 @@ def reference_backward(dy: np.ndarray, x: np.ndarray, w: np.ndarray, mean: np.nd
     g, rs = dy.astype(f32), rstd[:, None]
     xhat = (x.astype(f32) - mean[:, None]) * rs
     wdy = w.astype(f32) * g
-    c1, c2 = _row_sum(xhat * wdy) / n, _row_sum(wdy) / n
+    c1, c2 = tree_row_sum(xhat * wdy) / n, tree_row_sum(wdy) / n
     dx = (wdy - (xhat * c1[:, None] + c2[:, None])) * rs
     dw = (g.astype(np.float64) * xhat).sum(axis=0)
     db = g.astype(np.float64).sum(axis=0)

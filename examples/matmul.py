@@ -4,7 +4,8 @@ accumulation, any M, N, K (edge tiles are masked).
 Mirrors Triton's tutorial 03 (matrix-multiplication), including its grouped ordering
 of the output tiles: consecutive programs take GROUP_M tiles down a column before
 moving right, so the tiles of b they share stay in cache. Builtins: ``dsl.dot`` with an
-accumulator (on the Cube unit when lowered; the products are added in k order),
+accumulator (on the Cube unit when lowered; in the interpreter the products are summed
+by BLAS, so the result is within fp32 rounding of the exact product, not bit-fixed),
 ``dsl.program_id`` with an explicit 1-D grid, ``dsl.cdiv``, ``dsl.minimum`` on
 scalars, a dynamic ``range`` loop carrying the accumulator, ``x.shape``.
 

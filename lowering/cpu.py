@@ -453,7 +453,7 @@ def run(launch: Launch, options: Options | None = None, route: int = 1) -> None:
     checker = Interpreter(launch, options)
     if not checker.prove_in_bounds():
         Interpreter(launch, options).dry_run()
-    generated = generate(launch.function)
+    generated = generate(launch.function, tree_sums=True)
     key = (route, generated.digest, options.cache_root, options.llvm_root)
     kernel = _LOADED.get(key)
     if kernel is None:

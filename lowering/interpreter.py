@@ -796,12 +796,15 @@ class Interpreter:
         cmp = None if compare is None else \
             np.broadcast_to(materialize(frame.get(compare)), shape).reshape(-1)[active]
         buffer = tensor.buffer
-        old = np.zeros(offsets.shape, buffer.dtype)
-        old[active] = apply_atomics(
+        want_old = op.result.has_uses
+        previous = apply_atomics(
             lambda where: buffer[where], lambda where, new: self.journal.update(
                 buffer, where, new), offsets[active].astype(np.int64), values[active],
-            op.attrs.get("op", "cas"), cmp)
-        frame.set(op.result, old.reshape(shape))
+            op.attrs.get("op", "cas"), cmp, want_old=want_old)
+        if want_old:
+            old = np.zeros(offsets.shape, buffer.dtype)
+            old[active] = previous
+            frame.set(op.result, old.reshape(shape))
 
     def op_atomic(self, op: Op, frame: Frame) -> None:
         self._atomic(op, frame, None)

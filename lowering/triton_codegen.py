@@ -72,8 +72,9 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 
 class _Emitter:
-    def __init__(self, fn: Function) -> None:
+    def __init__(self, fn: Function, tree_sums: bool = False) -> None:
         self.fn = fn
+        self.tree_sums = tree_sums
         self.lines: list[str] = []
         self.line_map: dict[int, SourceLoc] = {}
         self.names: dict[int, str] = {}
@@ -95,6 +96,15 @@ class _Emitter:
             name = f"v{self.counter}"
             self.counter += 1
         self.names[v.uid] = name
+        return name
+
+    def temporary(self) -> str:
+        """A fresh name for a value the IR does not have (a step of an expansion)."""
+        name = f"t{self.counter}"
+        self.counter += 1
+        while name in self.reserved:
+            name = f"t{self.counter}"
+            self.counter += 1
         return name
 
     def lanes_observed(self, value: Value, mask: Value) -> bool:
@@ -167,7 +177,7 @@ class _Emitter:
     def _combine_function(self, op: Op) -> str:
         """A ``@triton.jit`` function for ``op``'s combine region; returns its name."""
         name = f"_combine{len(self.functions)}_{self.fn.name}"
-        sub = _Emitter(self.fn)
+        sub = _Emitter(self.fn, self.tree_sums)
         sub.counter = self.counter
         region = op.body
         args = [sub.define(a) for a in region.args]
@@ -349,9 +359,40 @@ class _Emitter:
                   f"axis={op.attrs['axis']}, reverse={op.attrs['reverse']})", indent, op.loc)
 
     def op_reduce(self, op: Op, indent: int) -> None:
+        source, axis = op.source, op.attrs["axis"]
+        length = source.shape[axis]
+        if (self.tree_sums and op.attrs["combine"] == "sum" and source.dtype.is_float
+                and length & (length - 1) == 0):
+            self._tree_sum(op, indent)
+            return
         combine = COMBINES[op.attrs["combine"]].triton
-        self.emit(f"{self.define(op.result)} = {combine}({self.name(op.source)}, "
-                  f"axis={op.attrs['axis']})", indent, op.loc)
+        self.emit(f"{self.define(op.result)} = {combine}({self.name(source)}, "
+                  f"axis={axis})", indent, op.loc)
+
+    def _tree_sum(self, op: Op, indent: int) -> None:
+        """A float sum in ``numerics.tree_sum``'s order, spelled out: the upper half of
+        the axis is added to the lower half until one element is left, then the axis is
+        dropped. ``tl.sum`` would leave the order to the lowering (a loop on the CPU
+        route, the vector unit's own order on the NPU)."""
+        source, axis = op.source, op.attrs["axis"]
+        shape = list(source.shape)
+        partial, rank = self.name(source), len(shape)
+        strides = _shape((1,) * rank)
+        while shape[axis] > 1:
+            shape[axis] //= 2
+            upper = ["0"] * rank
+            upper[axis] = str(shape[axis])
+            lower = "(" + ", ".join(["0"] * rank) + ("," if rank == 1 else "") + ")"
+            upper_offsets = "(" + ", ".join(upper) + ("," if rank == 1 else "") + ")"
+            halves = [f"tl.extract_slice({partial}, {offsets}, {_shape(tuple(shape))}, "
+                      f"{strides})" for offsets in (lower, upper_offsets)]
+            partial = self.temporary()
+            self.emit(f"{partial} = {halves[0]} + {halves[1]}", indent, op.loc)
+        if op.result.shape:
+            self.emit(f"{self.define(op.result)} = tl.reshape({partial}, "
+                      f"{_shape(op.result.shape)})", indent, op.loc)
+        else:  # Triton has no 0-d reshape; the sum of one element is that element
+            self.emit(f"{self.define(op.result)} = tl.sum({partial}, axis=0)", indent, op.loc)
 
     def _address(self, op: Op) -> tuple[str, bool]:
         """``ptr + offset``, or just ``ptr`` when the offset is the constant 0."""
@@ -514,9 +555,15 @@ EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
 }
 
 
-def generate(fn: Function) -> GeneratedKernel:
-    """Deterministic triton-ascend source for a specialized kernel."""
-    em = _Emitter(fn)
+def generate(fn: Function, *, tree_sums: bool = False) -> GeneratedKernel:
+    """Deterministic triton-ascend source for a specialized kernel.
+
+    ``tree_sums`` spells every float ``sum`` out in ``numerics.tree_sum``'s halving
+    order (compiled-CPU mode, whose bits must equal the interpreter's). The NPU build
+    leaves ``tl.sum`` to the vector unit: bishengir-compile ran past 600 s on the
+    spelled-out tree of softmax's 8x1024 block (measured), so on the device a float
+    sum is rounded in the hardware's order."""
+    em = _Emitter(fn, tree_sums=tree_sums)
     signature: dict[str, str] = {}
     params: list[str] = []
     for param in fn.params:

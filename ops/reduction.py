@@ -4,7 +4,7 @@ A loss kernel run with ``REDUCE=True`` writes one fp32 partial sum per *tile* of
 ``BLOCK`` elements into the workspace (``partials[t]`` for tile ``t``); then
 ``sum_partials_kernel`` (one program) adds the partials in a fixed order: lane ``j``
 of a block accumulator takes partials ``j, j + BLOCK, ...`` in sequence, and the
-lanes are then summed in index order. Partials are per tile of the fixed
+lanes are then summed in ``dsl.sum``'s halving-tree order. Partials are per tile of the fixed
 ``LOSS_BLOCK``, not per program, so the result depends only on the input:
 bit-identical from run to run, for any grid, and between the interpreter and the
 compiled code. No atomics anywhere.
@@ -33,10 +33,9 @@ def sum_partials_kernel(partials, out, count, divisor, MEAN: dsl.constexpr,
 
 
 # Tile size of the loss kernels. It fixes the partials, so the result does not depend
-# on the grid or on the backend's preferred block. ``sum`` adds in index order (rule
-# 10 of dsl.semantic), so the tile also bounds each sequential chain of additions:
-# 1024 elements per partial, then at most tiles/1024 partials per lane, then 1024
-# lanes.
+# on the grid or on the backend's preferred block. ``sum`` adds in a halving tree (rule
+# 10 of dsl.semantic): 10 levels per partial, then at most tiles/1024 partials in
+# sequence per lane, then 10 levels over the 1024 lanes.
 LOSS_BLOCK = 1024
 
 

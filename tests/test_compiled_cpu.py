@@ -54,7 +54,12 @@ def _where(launch, index: int) -> str:
     return f"program {tile % launch.grid[0]}, lane {lane}, inputs {', '.join(inputs)}"
 
 
-def differential(kernel, args, kwargs, grid=GRID) -> None:
+def differential(kernel, args, kwargs, grid=GRID, within=None) -> None:
+    """Run ``kernel`` interpreted and compiled for the CPU on the same inputs and
+    compare every stored tensor bit for bit, except a tensor named in ``within``
+    (name -> per-element absolute bound, flat): a ``dot`` result, whose k order is
+    BLAS's in the interpreter and k order when compiled (``numerics.dot``)."""
+    within = within or {}
     launch = kernel.prepare(args, kwargs, grid)
     stored = sorted({op.tensor for op in launch.function.walk() if op.kind == "store"})
     buffers = {name: launch.tensors[name].buffer for name in stored}
@@ -65,6 +70,14 @@ def differential(kernel, args, kwargs, grid=GRID) -> None:
         b[...] = initial[name]
     cpu.run(launch)
     for name, b in buffers.items():
+        if name in within:
+            error = np.abs(b.astype(np.float64) - expected[name].astype(np.float64))
+            assert not np.isnan(error).any(), f"{kernel.name}: tensor '{name}' has a NaN"
+            worst = int(np.argmax(error - within[name]))
+            assert error[worst] <= within[name][worst], (
+                f"{kernel.name}: tensor '{name}' element {worst}: compiled {b[worst]!r}, "
+                f"interpreter {expected[name][worst]!r}, bound {within[name][worst]!r}")
+            continue
         got, want = b.view(np.uint8).reshape(b.size, -1), expected[name].view(np.uint8).reshape(
             b.size, -1)
         differs = np.any(got != want, axis=1)

@@ -7,8 +7,9 @@ Pinned here, each with a kernel run in the default NumPy interpreter:
   provable, not merely ``x >= 0``;
 - bounds checks reject index ``numel`` (one past the end) on both the lazy
   ``start + arange`` path and the materialized (gathered) path, and nothing is written;
-- ``dsl.sum`` on floats adds in index order (the order the lowered loops use), not
-  NumPy's pairwise order, so results are bit-identical to a sequential sum;
+- ``dsl.sum`` on floats adds in the halving-tree order of rule 10 (``x[i] + x[i + h]``,
+  ``h`` the largest power of two below ``n``, then again on the ``h`` partials), not
+  left to right and not NumPy's pairwise order;
 - ``start + arange`` near the int32 limit wraps like Triton's int32 arithmetic, and
   comparisons on the wrapped values see the wrapped values.
 """
@@ -243,32 +244,70 @@ def _sequential(a, axis):
     return np.take(np.add.accumulate(a, axis=axis, dtype=np.float32), -1, axis=axis)
 
 
-def test_float_sum_adds_in_index_order():
-    """A 4096-element fp32 sum equals the left-to-right sum, not NumPy's pairwise one."""
+def halving_sum(values):
+    """Rule 10's order, one fp32 addition at a time (independent of numerics.tree_sum)."""
+    values = [np.float32(v) for v in values]
+    while len(values) > 1:
+        half = 1 << ((len(values) - 1).bit_length() - 1)
+        values = [values[i] + values[i + half] if i + half < len(values) else values[i]
+                  for i in range(half)]
+    return values[0]
+
+
+def _bits(a):
+    return np.asarray(a, np.float32).view(np.int32)
+
+
+def test_float_sum_adds_in_the_halving_tree_order():
+    """A 4096-element fp32 sum equals the halving tree, bit for bit, which differs
+    from both the left-to-right sum and NumPy's pairwise sum on this data."""
     rng = np.random.default_rng(1234)
     x = (rng.standard_normal(4096) * 1000).astype(np.float32)
-    sequential = _sequential(x, 0)
-    assert sequential != np.sum(x, dtype=np.float32), "data does not tell the orders apart"
+    tree = halving_sum(x)
+    assert tree != _sequential(x, 0), "data does not tell the orders apart"
+    assert tree != np.sum(x, dtype=np.float32), "data does not tell the orders apart"
     out = np.zeros(1, np.float32)
     row_sum(x, out, N=4096)
-    assert out.view(np.int32)[0] == np.float32(sequential).view(np.int32)
+    assert _bits(out[0]) == _bits(tree)
 
 
-def test_float_sum_of_a_2d_block_adds_in_index_order_along_each_axis():
-    """Rows summed along axis 1 and columns along axis 0, bit for bit. (Along axis 0
-    NumPy's own sum of a C-ordered block is already sequential; that half is a guard
-    against other reorderings.)"""
+def test_float_sum_of_a_2d_block_follows_the_tree_along_each_axis():
+    """Rows summed along axis 1 and columns along axis 0, bit for bit."""
     rng = np.random.default_rng(99)
     rows, cols = 8, 1024
     x = (rng.standard_normal((rows, cols)) * 1000).astype(np.float32)
     out0 = np.zeros(cols, np.float32)
     out1 = np.zeros(rows, np.float32)
-    expect1 = _sequential(x, 1)
-    expect0 = _sequential(x, 0)
-    assert not np.array_equal(expect1, np.sum(x, axis=1, dtype=np.float32))
+    expect1 = [halving_sum(row) for row in x]
+    expect0 = [halving_sum(col) for col in x.T]
+    assert not np.array_equal(_bits(expect1), _bits(_sequential(x, 1)))
+    assert not np.array_equal(_bits(expect0), _bits(_sequential(x, 0)))
     sum_2d(x.reshape(-1), out0, out1, R=rows, C=cols)
-    np.testing.assert_array_equal(out1.view(np.int32), expect1.view(np.int32))
-    np.testing.assert_array_equal(out0.view(np.int32), expect0.view(np.int32))
+    np.testing.assert_array_equal(_bits(out1), _bits(expect1))
+    np.testing.assert_array_equal(_bits(out0), _bits(expect0))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 7, 1003])
+def test_tree_sum_of_any_length_carries_unpaired_elements_over(n):
+    """Lengths that are not powers of two (blocks of ``zeros``/``full``): the elements
+    without a partner carry over unchanged; a 16-bit operand sums in fp32."""
+    from dsl.numerics import tree_sum
+
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((3, n)) * 1000).astype(np.float16)
+    got = tree_sum(x, 1, np.dtype(np.float32))
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(_bits(got), _bits([halving_sum(row) for row in x]))
+
+
+def test_the_tree_is_more_accurate_than_a_left_to_right_sum():
+    """Rounding error grows with the tree's depth (log n), not with n."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0, 1, 1 << 16).astype(np.float32)
+    exact = x.astype(np.float64).sum()
+    out = np.zeros(1, np.float32)
+    row_sum(x, out, N=1 << 16)
+    assert abs(out[0] - exact) * 4 < abs(_sequential(x, 0) - exact)
 
 
 # ----------------------------------------------------------------------------- int32 wrap

@@ -192,7 +192,7 @@ def test_a_damaged_compiled_cpu_cache_entry_is_rebuilt(tmp_path, damage, cpu_too
     launch = gather_rows.prepare((table, index, np.zeros(10, np.float32), 10),
                                  {"BLOCK": 16}, (1,))
     options = Options(cache_dir=tmp_path)
-    generated = generate(launch.function)
+    generated = generate(launch.function, tree_sums=True)
     first = cpu.compile_cpu(generated, options=options)
     library, sig = first.library, first.library.with_suffix(".sig")
     data = library.read_bytes()

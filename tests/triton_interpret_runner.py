@@ -79,7 +79,7 @@ def run_case(kernel, args, kwargs, grid, folder):
     ours[...] = 0
     interpreter.run(launch)
     expected = ours.copy()
-    generated = generate(launch.function)
+    generated = generate(launch.function, tree_sums=True)
     path = write_source(generated, folder)
     spec = importlib.util.spec_from_file_location(f"interp_{generated.digest[:12]}", path)
     module = importlib.util.module_from_spec(spec)
