@@ -333,7 +333,7 @@ def _load_affine(buffer: np.ndarray, access: AffineAccess, other: object | None
     step evenly; the caller gathers instead)."""
     groups = access.groups()
     if groups is None:
-        return None
+        return _gather_windows(buffer, access, other)
     rows = access.extents.shape[0]
     shape = (rows,) + access.shape
     if len(groups) == 1 and tuple(groups[0][1]) == access.shape:
@@ -345,6 +345,39 @@ def _load_affine(buffer: np.ndarray, access: AffineAccess, other: object | None
             continue
         count = sel.stop - sel.start if isinstance(sel, slice) else sel.shape[0]
         out[_box(sel, extents)] = access.window(buffer, count, extents, first, step)
+    return out
+
+
+def _gather_windows(buffer: np.ndarray, access: AffineAccess, other: object | None
+                    ) -> np.ndarray | None:
+    """An affine load whose rows' bases do not step evenly (programs in a grouped or
+    data-dependent order): every row's box is one element of a sliding-window view of
+    ``buffer`` (window ``p`` is the box whose first lane sits at ``p``), picked by
+    fancy indexing on the bases -- a copy of each box, with no index array per lane.
+    None (the caller gathers lane by lane) for a negative coefficient or a base the
+    view does not hold."""
+    if min(access.coefs, default=0) < 0 or buffer.ndim != 1:
+        return None
+    rows, item = access.extents.shape[0], buffer.itemsize
+    picked = []
+    for sel, extents in _row_groups(access.extents):
+        if (extents == 0).any():
+            continue
+        reach = sum((int(e) - 1) * c for e, c in zip(extents, access.coefs))
+        positions = buffer.shape[0] - reach
+        bases = access.base[sel]
+        if positions <= 0 or bases.min() < 0 or bases.max() >= positions:
+            return None
+        windows = np.lib.stride_tricks.as_strided(
+            buffer, shape=(positions,) + tuple(int(e) for e in extents),
+            strides=(item,) + tuple(c * item for c in access.coefs), writeable=False)
+        picked.append((sel, extents, windows[bases]))
+    if len(picked) == 1 and isinstance(picked[0][0], slice) and \
+            tuple(picked[0][1]) == access.shape:
+        return picked[0][2]
+    out = _filled((rows,) + access.shape, buffer.dtype, other)
+    for sel, extents, values in picked:
+        out[_box(sel, extents)] = values
     return out
 
 

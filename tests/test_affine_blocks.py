@@ -161,3 +161,34 @@ def test_disjoint_2d_stores_let_chunks_run_on_several_threads():
     interp = Interpreter(overlapping, Options(interpreter_threads=2))
     assert interp.prove_in_bounds()
     assert not interp.parallel, "interleaved windows are not proved disjoint"
+
+
+@dsl.jit
+def shuffled_tiles(x, out, n_rows, n_cols, ROWS: dsl.constexpr, COLS: dsl.constexpr):
+    """Program p copies tile (p * 5) % tiles: the programs' bases do not step evenly."""
+    tiles = dsl.cdiv(n_rows, ROWS)
+    t = (dsl.program_id(0) * 5) % tiles
+    r = t * ROWS + dsl.arange(0, ROWS)[:, None]
+    c = dsl.arange(0, COLS)[None, :]
+    mask = (r < n_rows) & (c < n_cols)
+    dsl.store(out, r * n_cols + c, dsl.load(x, r * n_cols + c, mask, other=-1.0), mask)
+
+
+@pytest.mark.parametrize("n_rows,n_cols", [(96, 16), (90, 13)])
+def test_tiles_in_a_shuffled_order_load_as_windows_picked_by_base(n_rows, n_cols, monkeypatch):
+    """Rows whose bases do not step evenly still load as windows of memory (one
+    sliding-window view, picked by base), full tiles and ragged edge tiles alike."""
+    picked = []
+    gather = memory._gather_windows
+
+    def counting(*args):
+        out = gather(*args)
+        picked.append(out is not None)
+        return out
+
+    monkeypatch.setattr(memory, "_gather_windows", counting)
+    x = np.random.default_rng(4).standard_normal((n_rows, n_cols)).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    shuffled_tiles[(6,)](x, out, n_rows, n_cols, ROWS=16, COLS=16)  # 6 tiles; 5 is coprime
+    np.testing.assert_array_equal(out, x)
+    assert picked and all(picked)
