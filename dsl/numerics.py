@@ -374,14 +374,16 @@ def arg_fold(x: np.ndarray, axis: int, largest: bool, tie_break_left: bool
     replaces it -- so a NaN is replaced by the element after it, and a NaN in the last
     position wins (what the lowered loop computes)."""
     moved = np.moveaxis(x, axis, -1)
-    if not (moved.dtype.kind == "f" and np.isnan(moved).any()):
-        # Without NaN the fold keeps the first (or last) extreme: NumPy finds it at once.
-        pick = np.argmax if largest else np.argmin
-        if tie_break_left:
-            index = pick(moved, axis=-1)
-        else:
-            index = moved.shape[-1] - 1 - pick(moved[..., ::-1], axis=-1)
-        value = np.take_along_axis(moved, index[..., None], axis=-1)[..., 0]
+    # Without NaN the fold keeps the first (or last) extreme: NumPy finds it at once.
+    # NumPy's argmax/argmin stop at a row's first NaN, so a row holds a NaN exactly
+    # when the element they pick is one: no separate pass looks for NaNs.
+    pick = np.argmax if largest else np.argmin
+    if tie_break_left:
+        index = pick(moved, axis=-1)
+    else:
+        index = moved.shape[-1] - 1 - pick(moved[..., ::-1], axis=-1)
+    value = np.take_along_axis(moved, index[..., None], axis=-1)[..., 0]
+    if not (moved.dtype.kind == "f" and np.isnan(value).any()):
         return value, index.astype(np.int32)
     value = moved[..., 0].copy()
     index = np.zeros(value.shape, np.int32)
