@@ -378,10 +378,8 @@ def arg_fold(x: np.ndarray, axis: int, largest: bool, tie_break_left: bool
     # NumPy's argmax/argmin stop at a row's first NaN, so a row holds a NaN exactly
     # when the element they pick is one: no separate pass looks for NaNs.
     pick = np.argmax if largest else np.argmin
-    if tie_break_left:
-        index = pick(moved, axis=-1)
-    else:
-        index = moved.shape[-1] - 1 - pick(moved[..., ::-1], axis=-1)
+    index = pick(moved, axis=-1) if tie_break_left else \
+        moved.shape[-1] - 1 - pick(moved[..., ::-1], axis=-1)
     value = np.take_along_axis(moved, index[..., None], axis=-1)[..., 0]
     if not (moved.dtype.kind == "f" and np.isnan(value).any()):
         return value, index.astype(np.int32)
