@@ -54,7 +54,15 @@ from dsl.opdefs import COMBINES, OPS, Effect
 from dsl.options import Options
 from lowering import workers
 from lowering.buffers import scratch
-from lowering.lanes import Affine, BoxMask, LaneMask, Lanes, materialize, take_rows
+from lowering.lanes import (
+    Affine,
+    BoxMask,
+    LaneMask,
+    Lanes,
+    RowRuns,
+    materialize,
+    take_rows,
+)
 from lowering.memory import (
     AccessSite,
     StoreJournal,
@@ -173,6 +181,7 @@ class Interpreter:
                                     else "deferred" if self.independent else "undo")
         self.only: set[int] | None = None  # during the pre-pass: the ops to run
         self.sites: dict[int, AccessSite] = {}
+        self._address_only: dict[int, bool] = {}  # value uid -> read by loads alone
         self.consts: dict[int, np.ndarray] = {}
         self.block_sizes: dict[int, int] = {}
         self.dying = facts.dying
@@ -363,7 +372,25 @@ class Interpreter:
                 frame.set(op.result, result.simplest() if isinstance(result, Affine)
                           else result)
                 return
+            if isinstance(a, Affine) and isinstance(b, np.ndarray) and \
+                    b.dtype == a.dtype and self._only_addresses(op.result):
+                runs = RowRuns.of(a, b)
+                if runs is not None:
+                    frame.set(op.result, runs)
+                    return
         self.elementwise(op, frame, args)
+
+    def _only_addresses(self, value: Value) -> bool:
+        """True when ``value`` is read by loads alone, as their index or offset: only
+        the memory paths (``lowering.memory``) ever see a ``RowRuns``."""
+        known = self._address_only.get(value.uid)
+        if known is None:
+            known = value.has_uses and all(
+                user.defn.effect is Effect.READ and not any(
+                    v is value for v in user.operands if v is not user.index and
+                    v is not user.offset) for user in value.users)
+            self._address_only[value.uid] = known
+        return known
 
     def op_mul(self, op: Op, frame: Frame) -> None:
         """An affine block (``Lanes`` included) times a scalar that is the same for

@@ -17,6 +17,12 @@ strided window of memory instead of a gather through a full index array:
 - ``BoxMask``: ``i_k < bounds[k][row]`` on every bounded axis ``k``: the valid lanes of
   each row form a box anchored at the origin.
 
+A data-dependent row index (``table[ids[t], :]``: ``row * dim + cols`` with ``row``
+loaded) has one more, made only for an index that nothing but loads reads:
+
+- ``RowRuns``: ``starts[row, i_0, ..., i_{d-1}] + step * i_d``: a run along the last
+  axis from a start that may differ for every lane of the leading axes.
+
 All know how to materialise themselves exactly (with the IR dtype's wrap-around; a
 lazy form is only made when no value leaves the dtype's range), and the interpreter
 falls back to materialising whenever an op is not one of the few that preserve the
@@ -270,9 +276,57 @@ class BoxMask:
         return all(b is None or bool(np.all(b >= n)) for b, n in zip(self.bounds, self.shape))
 
 
+@dataclass(frozen=True)
+class RowRuns:
+    """``starts[row, i_0, ..., i_{d-1}] + step * i_d`` over a block of ``shape``;
+    ``starts`` has shape (rows, *shape[:-1]) or (1, *shape[:-1]). Build with
+    ``RowRuns.of``, which refuses forms whose values could leave the dtype's range."""
+
+    starts: np.ndarray  # int64
+    shape: tuple[int, ...]
+    step: int
+    dtype: np.dtype
+
+    @staticmethod
+    def of(runs: Affine, starts: np.ndarray) -> RowRuns | None:
+        """``runs + starts``: an affine block that varies along its last axis alone
+        (with a positive coefficient), plus an integer array of shape
+        (rows, *block) that does not vary along that axis."""
+        rank = len(runs.shape)
+        limits = _INT_LIMITS.get(runs.dtype)
+        if limits is None or rank < 2 or starts.ndim != rank + 1 or starts.shape[-1] != 1 \
+                or any(runs.coefs[:-1]) or runs.coefs[-1] <= 0:
+            return None
+        try:
+            lead = np.broadcast_shapes(runs.shape[:-1], starts.shape[1:-1])
+        except ValueError:
+            return None
+        if 1 not in (runs.rows, starts.shape[0]) and runs.rows != starts.shape[0]:
+            return None
+        first = starts[..., 0].astype(np.int64) + runs.base.reshape((-1,) + (1,) * (rank - 1))
+        first = np.broadcast_to(first, (first.shape[0],) + lead)
+        reach = runs.coefs[-1] * (runs.shape[-1] - 1)
+        if first.size and (int(first.min()) < limits[0] or int(first.max()) + reach > limits[1]):
+            return None
+        return RowRuns(first, lead + (runs.shape[-1],), runs.coefs[-1], runs.dtype)
+
+    @property
+    def rows(self) -> int:
+        return self.starts.shape[0]
+
+    def materialize(self) -> np.ndarray:
+        lanes = np.arange(self.shape[-1], dtype=np.int64) * self.step
+        return (self.starts[..., None] + lanes).astype(self.dtype)
+
+    def take(self, rows: np.ndarray) -> RowRuns:
+        if self.starts.shape[0] == 1:
+            return self
+        return RowRuns(self.starts[rows], self.shape, self.step, self.dtype)
+
+
 def materialize(x: object) -> np.ndarray:
     """An ndarray for a runtime value, lazy or not."""
-    if isinstance(x, (Lanes, LaneMask, Affine, BoxMask)):
+    if isinstance(x, (Lanes, LaneMask, Affine, BoxMask, RowRuns)):
         return x.materialize()
     assert isinstance(x, np.ndarray)
     return x
@@ -280,7 +334,7 @@ def materialize(x: object) -> np.ndarray:
 
 def take_rows(x: object, rows: np.ndarray) -> object:
     """Restrict a runtime value to ``rows`` of the batch (row-uniform values stay as they are)."""
-    if isinstance(x, (Lanes, LaneMask, Affine, BoxMask)):
+    if isinstance(x, (Lanes, LaneMask, Affine, BoxMask, RowRuns)):
         return x.take(rows)
     if not isinstance(x, np.ndarray):
         return x  # a bound tensor: the same for every row

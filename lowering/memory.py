@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dsl.errors import DataRaceError, OutOfBoundsError, SourceLoc
-from lowering.lanes import Affine, BoxMask, LaneMask, Lanes, materialize
+from lowering.lanes import Affine, BoxMask, LaneMask, Lanes, RowRuns, materialize
 
 
 @dataclass
@@ -160,7 +160,11 @@ def check_bounds(site: AccessSite, index: object, mask: object | None, pid: np.n
         start = int(first[row])
         lane = 0 if start < 0 else site.numel - start
         _raise_oob(site, pid, row, lane, start + lane)
+    if isinstance(index, RowRuns) and _runs_within(index, mask, site.numel):
+        return
     idx = materialize(index)
+    if _within(idx, mask, site.numel):
+        return  # else the exact check below finds the first bad lane
     bad = (idx < 0) | (idx >= site.numel)
     if mask is not None:
         bad = bad & materialize(mask)
@@ -172,6 +176,86 @@ def check_bounds(site: AccessSite, index: object, mask: object | None, pid: np.n
     lane = int(np.ravel_multi_index(pos[1:], full.shape[1:])) if len(pos) > 1 else 0
     value = int(np.broadcast_to(idx, full.shape)[pos])
     _raise_oob(site, pid, row, lane, value)
+
+
+def _run_groups(runs: RowRuns, mask: object | None
+                ) -> list[tuple[np.ndarray | slice, np.ndarray, np.ndarray]] | None:
+    """Per group of rows sharing one valid box: (rows, extents, the starts of the valid
+    runs); None when the mask is not a box."""
+    box = None if mask is None else BoxMask.of(mask)
+    if mask is not None and (box is None or len(box.shape) != len(runs.shape)):
+        return None
+    rows = max(runs.rows, box.rows if box is not None else 1)
+    starts = np.broadcast_to(runs.starts, (rows,) + runs.shape[:-1])
+    extents = box.extents(rows, runs.shape) if box is not None else \
+        np.broadcast_to(np.asarray(runs.shape, np.int64), (rows, len(runs.shape)))
+    out = []
+    for sel, extent in _row_groups(np.asarray(extents)):
+        if (extent > 0).all():
+            out.append((sel, extent, starts[_box(sel, extent[:-1])]))
+    return out
+
+
+def _runs_within(runs: RowRuns, mask: object | None, numel: int) -> bool:
+    """True when every valid run of ``runs`` lies in ``[0, numel)`` (False: not proved)."""
+    groups = _run_groups(runs, mask)
+    if groups is None:
+        return False
+    for _, extent, starts in groups:
+        if int(starts.min()) < 0 or int(starts.max()) + runs.step * (int(extent[-1]) - 1) \
+                >= numel:
+            return False
+    return True
+
+
+def _load_runs(buffer: np.ndarray, runs: RowRuns, mask: object | None, other: object | None
+               ) -> np.ndarray | None:
+    """A load through ``RowRuns``: each valid run is one window of a sliding-window view
+    of ``buffer``, picked by its start (a row copy, as ``table[ids]`` is). None when the
+    mask is not a box."""
+    groups = _run_groups(runs, mask)
+    if groups is None or buffer.ndim != 1:
+        return None
+    rows = max(runs.rows, BoxMask.of(mask).rows if mask is not None else 1)
+    shape, item = (rows,) + runs.shape, buffer.itemsize
+    picked = []
+    for sel, extent, starts in groups:
+        length = int(extent[-1])
+        positions = buffer.shape[0] - runs.step * (length - 1)
+        if positions <= 0 or int(starts.min()) < 0 or int(starts.max()) >= positions:
+            return None
+        windows = np.lib.stride_tricks.as_strided(
+            buffer, shape=(positions, length), strides=(item, runs.step * item),
+            writeable=False)
+        picked.append((sel, extent, windows[starts]))
+    if len(picked) == 1 and isinstance(picked[0][0], slice) and \
+            tuple(picked[0][1]) == runs.shape and picked[0][2].shape[0] == rows:
+        return picked[0][2]
+    out = _filled(shape, buffer.dtype, other)
+    for sel, extent, values in picked:
+        out[_box(sel, extent)] = values
+    return out
+
+
+def _within(idx: np.ndarray, mask: object | None, numel: int) -> bool:
+    """True when every active lane of the materialised index ``idx`` is in
+    ``[0, numel)``, proved from its least and greatest value -- over the whole index
+    without a mask, over each row group's valid box under a ``BoxMask`` -- with no
+    temporary the size of the index. False only means "not proved"."""
+    if mask is None:
+        return idx.size == 0 or (int(idx.min()) >= 0 and int(idx.max()) < numel)
+    box = BoxMask.of(mask)
+    if box is None or len(box.shape) != idx.ndim - 1:
+        return False
+    rows = max(idx.shape[0], box.rows)
+    shape = (rows,) + np.broadcast_shapes(idx.shape[1:], box.shape)
+    full = np.broadcast_to(idx, shape)
+    for sel, extents in _row_groups(box.extents(rows, shape[1:])):
+        if (extents > 0).all():
+            part = full[_box(sel, extents)]
+            if int(part.min()) < 0 or int(part.max()) >= numel:
+                return False
+    return True
 
 
 def check_store_race(site: AccessSite, index: object, mask: object | None, pid: np.ndarray,
@@ -274,6 +358,10 @@ def load(buffer: np.ndarray, offset: object, mask: object | None, other: object 
     have size-1 axes where the offsets do not vary (NumPy broadcasting semantics)."""
     if mask is not None and isinstance(mask, LaneMask) and mask.all_true():
         mask = None
+    if isinstance(offset, RowRuns):
+        picked = _load_runs(buffer, offset, mask, other)
+        if picked is not None:
+            return picked
     access = affine_access(offset, mask)
     if access is not None:
         strided = _load_affine(buffer, access, other)
@@ -322,8 +410,10 @@ def _gather_boxes(buffer: np.ndarray, offset: np.ndarray, box: BoxMask, other: o
 def _filled(shape: tuple[int, ...], dtype: np.dtype, other: object | None) -> np.ndarray:
     """A new (rows, *block) array holding a masked load's ``other`` (0 when absent),
     which may differ from lane to lane."""
+    if other is None:
+        return np.zeros(shape, dtype)  # calloc: no pass of its own over the memory
     out = np.empty(shape, dtype)
-    out[...] = 0 if other is None else materialize(other)
+    out[...] = materialize(other)
     return out
 
 

@@ -192,3 +192,69 @@ def test_tiles_in_a_shuffled_order_load_as_windows_picked_by_base(n_rows, n_cols
     shuffled_tiles[(6,)](x, out, n_rows, n_cols, ROWS=16, COLS=16)  # 6 tiles; 5 is coprime
     np.testing.assert_array_equal(out, x)
     assert picked and all(picked)
+
+
+@dsl.jit
+def gather_rows(ids, table, out, n_ids, dim, ROWS: dsl.constexpr, COLS: dsl.constexpr,
+                KEEP_INDEX: dsl.constexpr):
+    """out[t, :] = table[ids[t], :]; with KEEP_INDEX the index is also stored, so
+    something other than a load reads it."""
+    t = dsl.program_id(0) * ROWS + dsl.arange(0, ROWS)
+    c = dsl.arange(0, COLS)[None, :]
+    row = dsl.load(ids, t, t < n_ids, other=0)[:, None]
+    mask = (t[:, None] < n_ids) & (c < dim)
+    where = row * dim + c
+    dsl.store(out, t[:, None] * dim + c, dsl.load(table, where, mask, other=-1.0), mask)
+    if KEEP_INDEX:
+        dsl.store(out, t[:, None] * dim + c, where.to(dsl.float32), mask)
+
+
+@pytest.fixture
+def runs_loaded(monkeypatch):
+    """Counts loads done through ``RowRuns`` windows."""
+    picked = []
+    load_runs = memory._load_runs
+
+    def counting(*args):
+        out = load_runs(*args)
+        picked.append(out is not None)
+        return out
+
+    monkeypatch.setattr(memory, "_load_runs", counting)
+    return picked
+
+
+@pytest.mark.parametrize("n_ids,dim", [(64, 16), (50, 13)])
+def test_rows_picked_by_loaded_ids_load_as_row_windows(n_ids, dim, runs_loaded):
+    """``table[ids[t], :]``: the index ``row * dim + cols`` (``row`` loaded) stays a
+    run per row, loaded as windows; ragged tiles keep ``other`` outside the mask."""
+    rng = np.random.default_rng(6)
+    table = rng.standard_normal((40, dim)).astype(np.float32)
+    ids = rng.integers(0, 40, n_ids).astype(np.int32)
+    out = np.full((n_ids, dim), np.nan, np.float32)
+    gather_rows[(4,)](ids, table, out, n_ids, dim, ROWS=16, COLS=16, KEEP_INDEX=False)
+    np.testing.assert_array_equal(out, table[ids])
+    assert runs_loaded and all(runs_loaded)
+
+
+def test_an_index_something_else_reads_is_not_kept_as_runs(runs_loaded):
+    rng = np.random.default_rng(7)
+    table = rng.standard_normal((40, 16)).astype(np.float32)
+    ids = rng.integers(0, 40, 64).astype(np.int32)
+    out = np.zeros((64, 16), np.float32)
+    gather_rows[(4,)](ids, table, out, 64, 16, ROWS=16, COLS=16, KEEP_INDEX=True)
+    np.testing.assert_array_equal(out, (ids[:, None] * 16 + np.arange(16)).astype(np.float32))
+    assert not runs_loaded
+
+
+@pytest.mark.parametrize("bad", [40, -1])
+def test_a_loaded_row_outside_the_table_names_the_lane_and_writes_nothing(bad, runs_loaded):
+    rng = np.random.default_rng(8)
+    table = rng.standard_normal((40, 13)).astype(np.float32)
+    ids = rng.integers(0, 40, 50).astype(np.int32)
+    ids[37] = bad
+    out = np.zeros((50, 13), np.float32)
+    with pytest.raises(dsl.OutOfBoundsError, match="tensor 'table' has 520 elements") as err:
+        gather_rows[(4,)](ids, table, out, 50, 13, ROWS=16, COLS=16, KEEP_INDEX=False)
+    assert "program id (2, 0, 0), lane 80" in str(err.value)  # row 5 of program 2, column 0
+    assert not out.any()
