@@ -325,6 +325,9 @@ def dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------- reductions
 
 
+_TREE_CHUNK_BYTES = 1 << 20  # operands above this are summed in cache-sized chunks
+
+
 def tree_sum(x: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
     """Sum along ``axis`` in the halving-tree order of rule 10, in ``dtype``.
 
@@ -341,6 +344,13 @@ def tree_sum(x: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
     n = x.shape[axis]
     if dtype.kind != "f" or n <= 1:
         return np.add.reduce(x, axis=axis, dtype=dtype)
+    outer = 0 if axis else 1  # an axis not summed, to cut a large operand along
+    if x.ndim > 1 and x.nbytes > _TREE_CHUNK_BYTES and x.shape[outer] > 1:
+        # chunks that stay in cache through every level: one pass over memory
+        step = max(1, x.shape[outer] * _TREE_CHUNK_BYTES // x.nbytes)
+        parts = [tree_sum(x[(slice(None),) * outer + (slice(i, i + step),)], axis, dtype)
+                 for i in range(0, x.shape[outer], step)]
+        return np.concatenate(parts, axis=outer if outer < axis else outer - 1)
 
     def part(a: np.ndarray, start: int, stop: int) -> np.ndarray:
         index = [slice(None)] * a.ndim

@@ -335,3 +335,18 @@ def test_start_plus_arange_wraps_in_int32_and_comparisons_see_the_wrap(n):
     wrapped_lanes(out_mask, out_idx, np.int32(start), np.int32(n))
     np.testing.assert_array_equal(out_idx, idx)
     np.testing.assert_array_equal(out_mask, expect_mask)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_tree_sum_in_cache_sized_chunks_is_the_same_tree(axis, monkeypatch):
+    """A large operand is summed in chunks along an axis that is not summed; each
+    element's tree is unchanged."""
+    from dsl import numerics
+
+    monkeypatch.setattr(numerics, "_TREE_CHUNK_BYTES", 1024)
+    x = (np.random.default_rng(axis).standard_normal((6, 40, 100)) * 1000).astype(np.float32)
+    got = numerics.tree_sum(x, axis, np.dtype(np.float32))
+    moved = np.moveaxis(x, axis, -1)
+    want = np.array([halving_sum(v) for v in moved.reshape(-1, moved.shape[-1])],
+                    np.float32).reshape(moved.shape[:-1])
+    np.testing.assert_array_equal(_bits(got), _bits(want))
