@@ -380,12 +380,10 @@ class _Emitter:
         strides = _shape((1,) * rank)
         while shape[axis] > 1:
             shape[axis] //= 2
-            upper = ["0"] * rank
-            upper[axis] = str(shape[axis])
-            lower = "(" + ", ".join(["0"] * rank) + ("," if rank == 1 else "") + ")"
-            upper_offsets = "(" + ", ".join(upper) + ("," if rank == 1 else "") + ")"
-            halves = [f"tl.extract_slice({partial}, {offsets}, {_shape(tuple(shape))}, "
-                      f"{strides})" for offsets in (lower, upper_offsets)]
+            upper = [0] * rank
+            upper[axis] = shape[axis]
+            halves = [f"tl.extract_slice({partial}, {_shape(offsets)}, {_shape(tuple(shape))}, "
+                      f"{strides})" for offsets in ((0,) * rank, tuple(upper))]
             partial = self.temporary()
             self.emit(f"{partial} = {halves[0]} + {halves[1]}", indent, op.loc)
         if op.result.shape:

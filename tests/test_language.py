@@ -725,6 +725,45 @@ def test_argmax_and_xor_sum_compiled_cpu_bit_exact(cpu_toolchain):
     differential(arg_and_xor, (args[0], args[1], outs[0], outs[2], outs[4]), kwargs, grid=(1,))
 
 
+@dsl.jit
+def sums(x, out_rows, out_cols, out_all, R: dsl.constexpr, C: dsl.constexpr):
+    r = dsl.arange(0, R)[:, None]
+    c = dsl.arange(0, C)[None, :]
+    a = dsl.load(x, r * C + c)
+    dsl.store(out_rows, dsl.arange(0, R), dsl.sum(a, 1))
+    dsl.store(out_cols, dsl.arange(0, C), dsl.sum(a, 0))
+    dsl.store(out_all, 0, dsl.sum(a))
+
+
+def test_float_sums_are_spelled_out_for_compiled_cpu_mode_only():
+    """The generated code adds halves (``tl.extract_slice``) in compiled-CPU mode's
+    source; the NPU's keeps ``tl.sum``."""
+    from lowering.triton_codegen import generate
+
+    spec = dsl.tensor_spec("float32")
+    fn = sums.ir(spec, spec, spec, spec, R=4, C=16)
+    tree, device = generate(fn, tree_sums=True).source, generate(fn).source
+    # levels: 4 along the rows, 2 along the columns, 2 over the row sums (the whole-
+    # block sum reuses those: common subexpression)
+    assert tree.count("tl.extract_slice(") == 2 * (4 + 2 + 2) and "tl.sum(" in tree
+    assert "tl.extract_slice(" not in device and device.count("tl.sum(") == 4
+
+
+@pytest.mark.parametrize("fill", ["random", "negative zeros", "nan", "infinities"])
+def test_float_sums_compiled_cpu_bit_exact(cpu_toolchain, fill):
+    """Row, column and whole-block sums, signed zeros and NaN included."""
+    rng = np.random.default_rng(21)
+    x = (rng.standard_normal((4, 16)) * 1000).astype(np.float32)
+    if fill == "negative zeros":
+        x[:] = -0.0
+    elif fill == "nan":
+        x[1, 5] = np.nan
+    elif fill == "infinities":
+        x[0, 0], x[0, 9], x[2, 3] = np.inf, -np.inf, np.inf
+    outs = (np.zeros(4, np.float32), np.zeros(16, np.float32), np.zeros(1, np.float32))
+    differential(sums, (x.reshape(-1), *outs), {"R": 4, "C": 16}, grid=(1,))
+
+
 def test_scans_are_refused_by_compiled_cpu_mode_with_the_reason(cpu_toolchain):
     """triton-ascend lowers tl.cumsum/tl.cumprod to Ascend library calls."""
     from lowering import cpu
