@@ -302,7 +302,18 @@ def clamp(b: Builder, x: Operand, lo: Operand, hi: Operand) -> Value:
 
 
 def cdiv(b: Builder, x: Operand, div: Operand) -> Operand:
-    """Ceiling division ``(x + div - 1) // div`` of integers (constexprs fold)."""
+    """Ceiling division ``(x + div - 1) // div`` of integers (constexprs fold). In
+    Triton kernels a float operand gives ``ceil(x / div)`` in ``x``'s type, as
+    triton-ascend computes it."""
+    floats = [o for o in (x, div) if isinstance(o, float) or
+              (isinstance(o, Value) and o.dtype.is_float)]
+    if b.triton_rules and floats:
+        if is_pyscalar(x) and is_pyscalar(div):
+            if div == 0:
+                raise b.error(f"cdiv() by zero: {x!r}, {div!r}")
+            return math.ceil(x / div)
+        dtype = as_value(b, x).dtype
+        return cast(b, unary(b, "ceil", binary(b, "truediv", x, div)), dtype)
     if is_pyscalar(x) and is_pyscalar(div):
         if not isinstance(x, int) or not isinstance(div, int) or div == 0:
             raise b.error(f"cdiv() needs integers and a non-zero divisor, got {x!r}, {div!r}")

@@ -474,3 +474,24 @@ def test_tl_topk_is_the_k_largest_largest_first(torch):
     out = torch.empty(4, 3)
     dsl.from_triton(topk_kernel)[(1,)](x, out, M=4, N=16, K=3)
     assert torch.equal(out, torch.topk(x, 3, dim=-1).values)
+
+
+@triton.jit
+def cdiv_kernel(x_ptr, y_ptr, out_ptr, half_ptr, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + i)
+    tl.store(out_ptr + i, tl.cdiv(x, tl.load(y_ptr + i)))
+    tl.store(half_ptr + i, tl.cdiv(x, 2.5) + tl.cdiv(7.5, 2.0))
+
+
+def test_cdiv_of_floats_is_the_ceiling_of_the_quotient_in_triton_kernels():
+    """triton-ascend computes a float cdiv as ``ceil(x / div)`` in x's type (not
+    ``(x + div - 1) // div``); constexpr floats fold the same way."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(64) * 10).astype(np.float32)
+    y = rng.uniform(0.1, 3.0, 64).astype(np.float32) * np.where(np.arange(64) % 2, 1, -1)
+    y = y.astype(np.float32)
+    out, half = np.zeros(64, np.float32), np.zeros(64, np.float32)
+    dsl.from_triton(cdiv_kernel)[(1,)](x, y, out, half, BLOCK=64)
+    np.testing.assert_array_equal(out, np.ceil(x / y))
+    np.testing.assert_array_equal(half, np.ceil(x / np.float32(2.5)) + np.float32(4.0))
