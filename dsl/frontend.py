@@ -272,6 +272,46 @@ def _flatten(b: Builder, x: Any, like: list[Value] | None = None
     return [x], lambda vs: vs[0]
 
 
+def _kind(x: Any) -> str:
+    if isinstance(x, (Pointer, ViewArg)):
+        return "pointer"
+    return "block pointer" if isinstance(x, BlockPointer) else "value"
+
+
+def _same_operands(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return len(a) == len(b) and all(x is y or (sem.is_pyscalar(x) and sem.is_pyscalar(y)
+                                               and x == y) for x, y in zip(a, b))
+
+
+def _structure_mismatch(a: Any, b: Any) -> str | None:
+    """Why ``b`` cannot take ``a``'s place through a loop or out of an ``if`` (None: it
+    can). Their IR values are merged, so both must be plain values, or pointers into
+    one tensor argument -- block pointers also with one shape, strides, block shape
+    and order (only their offsets move)."""
+    if _kind(a) != _kind(b):
+        return f"a {_kind(a)} and a {_kind(b)}"
+    if _kind(a) == "value":
+        return None
+    view_a = a if isinstance(a, ViewArg) else a.view
+    view_b = b if isinstance(b, ViewArg) else b.view
+    if view_a.name != view_b.name:
+        return f"a pointer into '{view_a.name}' and a pointer into '{view_b.name}'"
+    if isinstance(a, BlockPointer) and not (
+            _same_operands(a.shape, b.shape) and _same_operands(a.strides, b.strides)
+            and a.block_shape == b.block_shape and a.order == b.order):
+        return "two block pointers of different shapes, strides, block shapes or orders"
+    return None
+
+
+@dataclass(frozen=True)
+class _Unmerged:
+    """A name a runtime ``if`` reassigned to something that cannot flow out of it (a
+    tuple, a constexpr...): using it after the ``if`` is an error, not the old value."""
+
+    name: str
+    what: str
+
+
 def _returns(stmts: list[ast.stmt]) -> bool:
     return bool(stmts) and isinstance(stmts[-1], ast.Return)
 
@@ -422,19 +462,29 @@ class _Visitor:
             blocks.append(block)
             scopes.append(dict(self.scope))
         assigned = _assigned_names(then_stmts + else_stmts)
-        names = [n for n in sorted(assigned) if all(
-            n in s and (_is_value(s[n]) or sem.is_pyscalar(s[n])) for s in scopes)
-            and not all(s[n] is outer.get(n) for s in scopes)]
-        merged = []
-        for n in names:
-            values = [s[n] for s in scopes]
-            typed = [v for v in values if _is_value(v)]
-            dtype = typed[0].dtype if typed else None
-            values = [sem.as_value(self.b, v, dtype) if not _is_value(v) else v for v in values]
-            if values[0].type != values[1].type:
-                raise self.error(node, f"'{n}' is {values[0].type} in one branch and "
-                                       f"{values[1].type} in the other; give both one type")
-            merged.append(values)
+        names, rebuilds, unmerged, merged = [], [], {}, []
+        for n in sorted(assigned):
+            if not all(n in s for s in scopes) or all(s[n] is outer.get(n) for s in scopes):
+                continue
+            objects = [s[n] for s in scopes]
+            if not all(_carriable(o) for o in objects):
+                kinds = sorted({type(o).__name__ for o in objects if not _carriable(o)})
+                unmerged[n] = _Unmerged(n, " or ".join(kinds))
+                continue
+            why = _structure_mismatch(objects[0], objects[1])
+            if why is not None:
+                raise self.error(node, f"'{n}' is {why} in the two branches of this 'if'")
+            typed = [o for o in objects if _is_value(o)]
+            first, rebuild = _flatten(self.b, objects[0], typed[:1] or None)
+            second, _ = _flatten(self.b, objects[1], first)
+            if [v.type for v in first] != [v.type for v in second]:
+                one = ", ".join(str(v.type) for v in first)
+                other = ", ".join(str(v.type) for v in second)
+                raise self.error(node, f"'{n}' is {one} in one branch and {other} in the "
+                                       "other; give both one type")
+            names.append(n)
+            rebuilds.append((first, rebuild))
+            merged.extend(zip(first, second))
         self.at(node)
         for block, i in zip(blocks, (0, 1)):
             self.b.blocks.append(block)
@@ -443,8 +493,8 @@ class _Visitor:
         op = self.b.emit("if", [cond], [vals[0].type for vals in merged], regions=blocks)
         self.scope.clear()
         self.scope.update(outer)
-        for n, result in zip(names, op.results):
-            self.scope[n] = result
+        self.scope.update(unmerged)
+        self._bind_carried(names, rebuilds, op.results)
         self.run_body(rest)
 
     def stmt_While(self, node: ast.While) -> None:
@@ -598,7 +648,11 @@ class _Visitor:
         """The values an iteration hands to the next one, checked against the types
         they had before the loop."""
         yields: list[Value] = []
-        for n, (init, _) in zip(names, parts):
+        for n, (init, rebuild) in zip(names, parts):
+            why = _structure_mismatch(rebuild(init), self.scope[n])
+            if why is not None:
+                raise self.error(node, f"loop-carried variable '{n}' is {why} before and "
+                                       "after an iteration")
             new, _ = _flatten(self.b, self.scope[n], init)
             if len(new) != len(init) or any(a.type != b.type for a, b in zip(new, init)):
                 before = ", ".join(str(v.type) for v in init)
@@ -631,7 +685,12 @@ class _Visitor:
     def lookup(self, node: ast.Name) -> Any:
         name = node.id
         if name in self.scope:
-            return self.scope[name]
+            found = self.scope[name]
+            if isinstance(found, _Unmerged):
+                raise self.error(node, f"'{name}' was reassigned under a runtime 'if' to a "
+                                       f"{found.what}, which cannot flow out of it (only IR "
+                                       "values, Python scalars and pointers can)")
+            return found
         fn = self.src.fn
         if fn.__closure__:
             for var, cell in zip(fn.__code__.co_freevars, fn.__closure__):

@@ -286,3 +286,64 @@ def test_programs_storing_one_row_is_a_data_race_not_a_crash():
                                                 "id \\(1, 0, 0\\) lane 0"):
         shared_row_store[(2,)](x, out, 64, BLOCK=32)
     assert not out.any()
+
+
+# ----------------------------------------------------------------------------- pointers under a runtime if
+
+
+@dsl.jit
+def advance_after_the_first(x_ptr, y_ptr, out_ptr, n, BLOCK: dsl.constexpr):
+    """Block and plain pointers moved under a runtime ``if`` inside a loop (found by
+    triton-ascend's test_if_advance: the moves were dropped, a silent wrong answer)."""
+    block = dsl.make_block_ptr(x_ptr, shape=(n,), strides=(1,), offsets=(0,),
+                               block_shape=(BLOCK,), order=(0,))
+    plain = y_ptr + dsl.arange(0, BLOCK)
+    acc = dsl.zeros((BLOCK,), dsl.float32)
+    for i in range(0, n // BLOCK):
+        if i > 0:
+            block = dsl.advance(block, (BLOCK,))
+            plain = plain + BLOCK
+        acc += dsl.load(block) * 1000.0 + dsl.load(plain)
+    dsl.store(out_ptr + dsl.arange(0, BLOCK), acc)
+
+
+def test_pointers_moved_under_a_runtime_if_keep_their_moves():
+    x = np.arange(32, dtype=np.float32)
+    y = np.arange(32, dtype=np.float32) * 0.5
+    out = np.zeros(8, np.float32)
+    advance_after_the_first(x, y, out, 32, BLOCK=8)
+    np.testing.assert_array_equal(out, x.reshape(4, 8).sum(0) * 1000 + y.reshape(4, 8).sum(0))
+
+
+@pytest.mark.parametrize("body, message", [
+    ("    if n > 2:\n        p = out_ptr\n", "'p' is a pointer into 'out_ptr' and a pointer "
+     "into 'x_ptr' in the two branches of this 'if'"),
+    ("    if n > 2:\n        p = (p, p)\n", "'p' was reassigned under a runtime 'if' to a tuple"),
+    ("    for i in range(n):\n        p = out_ptr\n", "loop-carried variable 'p' is a pointer "
+     "into 'x_ptr' and a pointer into 'out_ptr' before and after an iteration"),
+])
+def test_a_pointer_that_cannot_flow_out_of_an_if_or_a_loop_is_an_error(tmp_path, body, message):
+    path = tmp_path / "flow.py"
+    path.write_text("import dsl\n\n@dsl.jit\ndef flow(x_ptr, out_ptr, n):\n"
+                    "    p = x_ptr + dsl.arange(0, 4)\n" + body +
+                    "    dsl.store(out_ptr + dsl.arange(0, 4), dsl.load(p))\n")
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    with pytest.raises(dsl.DSLCompileError, match=message):
+        namespace["flow"](np.zeros(4, np.float32), np.zeros(4, np.float32), 4)
+
+
+@dsl.jit
+def tuple_inside_an_if(x_ptr, out_ptr, n):
+    i = dsl.arange(0, 4)
+    v = dsl.load(x_ptr + i)
+    if n > 2:
+        pair = (v, v)  # a branch-local tuple nobody uses afterwards
+        v = pair[0] + pair[1]
+    dsl.store(out_ptr + i, v)
+
+
+def test_a_branch_local_tuple_nobody_reads_afterwards_is_fine():
+    x, out = np.arange(4, dtype=np.float32), np.zeros(4, np.float32)
+    tuple_inside_an_if(x, out, 4)
+    np.testing.assert_array_equal(out, x * 2)
