@@ -477,6 +477,8 @@ class _Visitor:
             typed = [o for o in objects if _is_value(o)]
             first, rebuild = _flatten(self.b, objects[0], typed[:1] or None)
             second, _ = _flatten(self.b, objects[1], first)
+            if _kind(objects[0]) != "value":  # offsets of one pointer: one integer type
+                first, second = self._widen_offsets(blocks, first, second)
             if [v.type for v in first] != [v.type for v in second]:
                 one = ", ".join(str(v.type) for v in first)
                 other = ", ".join(str(v.type) for v in second)
@@ -496,6 +498,24 @@ class _Visitor:
         self.scope.update(unmerged)
         self._bind_carried(names, rebuilds, op.results)
         self.run_body(rest)
+
+    def _widen_offsets(self, blocks: list[Block], first: list[Value], second: list[Value]
+                       ) -> tuple[list[Value], list[Value]]:
+        """A pointer's offsets from the two branches of an ``if``, each pair cast (in its
+        branch) to the wider of its two integer types: a pointer moved by an int64
+        stride in one branch only is still one pointer."""
+        out: tuple[list[Value], list[Value]] = ([], [])
+        for a, b in zip(first, second):
+            if a.type != b.type and a.shape == b.shape and a.dtype.is_int and b.dtype.is_int:
+                wide = sem.promote(a.dtype, b.dtype)
+                for i, v in enumerate((a, b)):
+                    self.b.blocks.append(blocks[i])
+                    out[i].append(sem.cast(self.b, v, wide))
+                    self.b.blocks.pop()
+            else:
+                out[0].append(a)
+                out[1].append(b)
+        return out
 
     def stmt_While(self, node: ast.While) -> None:
         """``while`` on a runtime condition: the names the body assigns are carried; the

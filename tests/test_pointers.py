@@ -347,3 +347,18 @@ def test_a_branch_local_tuple_nobody_reads_afterwards_is_fine():
     x, out = np.arange(4, dtype=np.float32), np.zeros(4, np.float32)
     tuple_inside_an_if(x, out, 4)
     np.testing.assert_array_equal(out, x * 2)
+
+
+@dsl.jit
+def move_in_one_branch(x_ptr, out_ptr, flag, step):
+    """``x_ptr`` moves by an int64 amount in one branch only: still one pointer."""
+    if flag > 0:
+        x_ptr += step.to(dsl.int64)
+    dsl.store(out_ptr + dsl.arange(0, 4), dsl.load(x_ptr + dsl.arange(0, 4)))
+
+
+@pytest.mark.parametrize("flag", [0, 1])
+def test_a_pointer_moved_by_a_wider_offset_in_one_branch_merges(flag):
+    x, out = np.arange(16, dtype=np.float32), np.zeros(4, np.float32)
+    move_in_one_branch(x, out, flag, 8)
+    np.testing.assert_array_equal(out, x[8 * flag:8 * flag + 4])
