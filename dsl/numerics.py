@@ -304,10 +304,10 @@ def dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
     added to ``acc`` once; a float16 accumulator is rounded once, at the end. The
     order of the k additions is BLAS's: the one float result in the language whose
     bits are not fixed (on the NPU the Cube unit accumulates in its own order, and
-    compiled-CPU mode adds in k order). The result is within the fp32 dot bound
-    ``K * eps * (|a| @ |b|)`` of the exact product in every backend; a given machine
-    gives the same bits on every run. Integer (int8 -> int32) products and sums wrap,
-    which no order changes."""
+    compiled-CPU mode adds in k order). Every backend lands within the fp32 dot bound
+    ``2 * K * eps * (|a| @ |b|)`` of the exact product; two runs on one machine give
+    the same bits. Integer (int8 -> int32) products and sums wrap, which no order
+    changes."""
     dtype = acc.dtype
     if dtype.kind in "iu":
         with np.errstate(all="ignore"):
