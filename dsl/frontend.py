@@ -901,8 +901,10 @@ class _Visitor:
             else:
                 raise self.error(item, "block indexing supports only ':' and None "
                                        "(e.g. x[:, None])")
-        if dim != out.type.rank:
-            raise self.error(node, f"index has {dim} dimensions, the result {out.type.rank}")
+        if dim > out.type.rank:  # fewer: the trailing axes are kept whole (x[None, :])
+            nones = sum(isinstance(i, ast.Constant) and i.value is None for i in items)
+            raise self.error(node, f"too many indices: {dim - nones} ':' for a block of "
+                                   f"{out.type.rank - nones} dimensions")
         return out
 
     def expr_Call(self, node: ast.Call) -> Any:

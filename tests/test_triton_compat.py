@@ -495,3 +495,29 @@ def test_cdiv_of_floats_is_the_ceiling_of_the_quotient_in_triton_kernels():
     dsl.from_triton(cdiv_kernel)[(1,)](x, y, out, half, BLOCK=64)
     np.testing.assert_array_equal(out, np.ceil(x / y))
     np.testing.assert_array_equal(half, np.ceil(x / np.float32(2.5)) + np.float32(4.0))
+
+
+@triton.jit
+def implied_trailing_axes(x_ptr, out_ptr, n, M: tl.constexpr, N: tl.constexpr):
+    m = tl.arange(0, M)
+    c = tl.arange(0, N)
+    block = m[:, None] + c[None, :] * M
+    valid = n > 0
+    mask = valid[None, None, None] & (m[None, :, None] < M) & (c[None, None, :] < N)
+    tl.store(out_ptr + block[None, :], tl.load(x_ptr + block)[None, :] * 2.0, mask=mask)
+
+
+def test_a_subscript_with_fewer_indices_keeps_the_trailing_axes_whole():
+    """``block[None, :]`` of a 2-D block is (1, M, N), as in NumPy and Triton; a scalar
+    takes three Nones (found by triton-ascend's test_complex_mask)."""
+    x, out = np.arange(128, dtype=np.float32), np.zeros(128, np.float32)
+    dsl.from_triton(implied_trailing_axes)[(1,)](x, out, 128, M=4, N=32)
+    np.testing.assert_array_equal(out, x * 2)
+
+    @dsl.jit
+    def too_many(x, out):
+        i = dsl.arange(0, 4)
+        dsl.store(out, i, dsl.load(x, i)[:, :])
+
+    with pytest.raises(dsl.DSLCompileError, match="too many indices: 2 ':' for a block of 1"):
+        too_many(x, out)
