@@ -342,6 +342,9 @@ class _Visitor:
         self.src = src
         self.b = builder
         self.scope = scope
+        # Nothing runs after the statements being compiled: a 'return' among them ends
+        # the function, so a runtime 'if' may nest one anywhere in its branches.
+        self.at_tail = True
 
     # -- errors and locations
 
@@ -374,7 +377,14 @@ class _Visitor:
         if handler is None:
             raise self.error(node, f"unsupported statement: {type(node).__name__} "
                                    f"('{ast.unparse(node).splitlines()[0]}')")
-        handler(node)
+        if not isinstance(node, (ast.For, ast.While)):
+            handler(node)
+            return
+        was_tail, self.at_tail = self.at_tail, False  # the next iteration runs after
+        try:
+            handler(node)
+        finally:
+            self.at_tail = was_tail
 
     def stmt_Pass(self, node: ast.Pass) -> None:
         pass
@@ -419,8 +429,10 @@ class _Visitor:
         if isinstance(cond, ViewArg):
             raise self.error(node.test, "a tensor argument is not a condition")
         if not _is_value(cond):  # constexpr: only the taken branch is compiled
-            self.run_body(node.body if cond else node.orelse)  # a return ends it here
-            self.run_body(rest or [])
+            taken = node.body if cond else node.orelse
+            # a return ends it here; otherwise the statements after the if follow the
+            # branch in one list, so an 'if' in the branch sees them as its own rest
+            self.run_body(taken if _returns(taken) else taken + (rest or []))
             return
         self.runtime_if(node, cond, rest or [])
 
@@ -440,27 +452,39 @@ class _Visitor:
             then_stmts, else_stmts, rest = then_stmts[:-1], else_stmts + rest, []
         elif _returns(else_stmts):
             then_stmts, else_stmts, rest = then_stmts + rest, else_stmts[:-1], []
+        tail = self.at_tail and not rest
         for branch in (node.body, node.orelse):
             for stmt in branch[:-1] if _returns(branch) else branch:
+                if tail and isinstance(stmt, ast.If):
+                    continue  # compiled with the rest of its branch after it
                 for inner in ast.walk(stmt):
                     if isinstance(inner, ast.Return):
                         raise self.error(inner, "a 'return' under a runtime 'if' must be the "
-                                                "last statement of its branch")
+                                                "last statement of its branch, or inside an "
+                                                "'if' with nothing after the outer 'if'")
         for branch in (node.body, node.orelse):
             if _returns(branch) and branch[-1].value is not None:  # type: ignore[attr-defined]
                 raise self.error(branch[-1], "a 'return' under a runtime 'if' cannot return "
                                              "a value")
         outer = dict(self.scope)
         blocks, scopes = [], []
+        was_tail, self.at_tail = self.at_tail, tail
         for stmts in (then_stmts, else_stmts):
             block = Block()
             self.scope.clear()
             self.scope.update(outer)
             self.b.blocks.append(block)
-            self.run_body(stmts)
-            self.b.blocks.pop()
+            try:
+                self.run_body(stmts)
+            except _Return as ret:  # a nested 'return' ended this branch
+                if not tail or ret.value is not None:
+                    raise self.error(node, "a 'return' under a runtime 'if' can only end "
+                                           "the function, without a value") from None
+            finally:
+                self.b.blocks.pop()
             blocks.append(block)
             scopes.append(dict(self.scope))
+        self.at_tail = was_tail
         assigned = _assigned_names(then_stmts + else_stmts)
         names, rebuilds, unmerged, merged = [], [], {}, []
         for n in sorted(assigned):

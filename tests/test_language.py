@@ -998,6 +998,69 @@ def test_runtime_if_while_and_early_return(block_if):
         np.testing.assert_array_equal(early[sl], -1.0 if f == 0 else 7.0)
 
 
+@dsl.jit
+def nested_returns(x, out, flags):
+    """Returns nested in runtime ifs with nothing after the outer if (triton-ascend's
+    test_if_tensor)."""
+    pid = dsl.program_id(0)
+    i = pid * 8 + dsl.arange(0, 8)
+    f = dsl.load(flags, pid)
+    if f > 0:
+        if f > 5:
+            return
+        dsl.store(out, i, dsl.load(x, i) * 2.0)
+    else:
+        if f < -5:
+            return
+        dsl.store(out, i, dsl.load(x, i) * -1.0)
+
+
+@dsl.jit
+def return_in_a_constexpr_if(x, out, flags, ON: dsl.constexpr):
+    """A runtime return inside a constexpr if skips the statements after that if."""
+    pid = dsl.program_id(0)
+    i = pid * 8 + dsl.arange(0, 8)
+    f = dsl.load(flags, pid)
+    if ON:
+        if f > 5:
+            return
+        dsl.store(out, i, dsl.load(x, i) + 1.0)
+    dsl.store(out, i, dsl.load(x, i) + 1.5)
+
+
+@pytest.mark.parametrize("kernel", ["nested", "constexpr"])
+def test_returns_nested_in_runtime_ifs_end_the_program(kernel):
+    flags = np.array([1, 9, -1, -9], np.int32)
+    x = np.arange(32, dtype=np.float32)
+    out = np.full(32, -100.0, np.float32)
+    if kernel == "nested":
+        nested_returns[(4,)](x, out, flags)
+    else:
+        return_in_a_constexpr_if[(4,)](x, out, flags, ON=True)
+    rows, want = x.reshape(4, 8), np.full((4, 8), -100.0, np.float32)
+    for p, f in enumerate(flags):
+        if kernel == "nested" and abs(f) <= 5:
+            want[p] = rows[p] * 2 if f > 0 else -rows[p]
+        if kernel == "constexpr" and f <= 5:  # the store after the constexpr if ran
+            want[p] = rows[p] + 1.5
+    np.testing.assert_array_equal(out.reshape(4, 8), want)
+
+
+def test_a_nested_return_with_statements_after_the_outer_if_is_an_error():
+    @dsl.jit
+    def after(x, out, flag):
+        i = dsl.arange(0, 8)
+        if flag > 0:
+            if flag > 5:
+                return
+            dsl.store(out, i, dsl.load(x, i))
+        dsl.store(out, i, dsl.load(x, i) * 3.0)
+
+    x = np.arange(8, dtype=np.float32)
+    with pytest.raises(dsl.DSLCompileError, match="or inside an 'if' with nothing after"):
+        after(x, np.zeros(8, np.float32), 9)
+
+
 def test_runtime_control_flow_compiled_cpu_bit_exact(cpu_toolchain):
     args, kwargs, grid = _control_case()
     differential(control_flow, args, dict(kwargs, BLOCK_IF=False), grid=grid)
