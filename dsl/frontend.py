@@ -278,16 +278,19 @@ def _kind(x: Any) -> str:
     return "block pointer" if isinstance(x, BlockPointer) else "value"
 
 
-def _same_operands(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    return len(a) == len(b) and all(x is y or (sem.is_pyscalar(x) and sem.is_pyscalar(y)
-                                               and x == y) for x, y in zip(a, b))
+def _differ(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """True when two shape or stride tuples provably differ: in length, or in a pair of
+    constants. (Runtime values computed twice -- a block pointer remade in each
+    iteration -- are taken to be the same, as they are then used.)"""
+    return len(a) != len(b) or any(sem.is_pyscalar(x) and sem.is_pyscalar(y) and x != y
+                                   for x, y in zip(a, b))
 
 
 def _structure_mismatch(a: Any, b: Any) -> str | None:
     """Why ``b`` cannot take ``a``'s place through a loop or out of an ``if`` (None: it
     can). Their IR values are merged, so both must be plain values, or pointers into
-    one tensor argument -- block pointers also with one shape, strides, block shape
-    and order (only their offsets move)."""
+    one tensor argument -- block pointers also with one block shape and order, and no
+    constant shape or stride that differs (only their offsets move)."""
     if _kind(a) != _kind(b):
         return f"a {_kind(a)} and a {_kind(b)}"
     if _kind(a) == "value":
@@ -296,9 +299,9 @@ def _structure_mismatch(a: Any, b: Any) -> str | None:
     view_b = b if isinstance(b, ViewArg) else b.view
     if view_a.name != view_b.name:
         return f"a pointer into '{view_a.name}' and a pointer into '{view_b.name}'"
-    if isinstance(a, BlockPointer) and not (
-            _same_operands(a.shape, b.shape) and _same_operands(a.strides, b.strides)
-            and a.block_shape == b.block_shape and a.order == b.order):
+    if isinstance(a, BlockPointer) and (
+            _differ(a.shape, b.shape) or _differ(a.strides, b.strides)
+            or a.block_shape != b.block_shape or a.order != b.order):
         return "two block pointers of different shapes, strides, block shapes or orders"
     return None
 
