@@ -362,3 +362,23 @@ def test_a_pointer_moved_by_a_wider_offset_in_one_branch_merges(flag):
     x, out = np.arange(16, dtype=np.float32), np.zeros(4, np.float32)
     move_in_one_branch(x, out, flag, 8)
     np.testing.assert_array_equal(out, x[8 * flag:8 * flag + 4])
+
+
+@dsl.jit
+def remade_each_iteration(x_ptr, out_ptr, n, BLOCK: dsl.constexpr):
+    """A block pointer made again in every iteration, from runtime values computed
+    anew each time, is still one loop-carried pointer."""
+    bp = dsl.make_block_ptr(x_ptr, shape=(n * 1,), strides=(1,), offsets=(0,),
+                            block_shape=(BLOCK,), order=(0,))
+    acc = dsl.zeros((BLOCK,), dsl.float32)
+    for i in range(0, n // BLOCK):
+        acc += dsl.load(bp)
+        bp = dsl.make_block_ptr(x_ptr, shape=(n * 1,), strides=(1,), offsets=((i + 1) * BLOCK,),
+                                block_shape=(BLOCK,), order=(0,))
+    dsl.store(out_ptr + dsl.arange(0, BLOCK), acc)
+
+
+def test_a_block_pointer_remade_in_each_iteration_carries():
+    x, out = np.arange(32, dtype=np.float32), np.zeros(8, np.float32)
+    remade_each_iteration(x, out, 32, BLOCK=8)
+    np.testing.assert_array_equal(out, x.reshape(4, 8).sum(0))
