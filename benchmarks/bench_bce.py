@@ -14,11 +14,11 @@ is faster). Inputs: contiguous x and y, a scalar gradOutput, reduction "mean".
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import Callable
 
 import ml_dtypes
 import numpy as np
+from _timing import best_of
 
 import ops
 
@@ -29,17 +29,6 @@ def numpy_formula(g: np.ndarray, x: np.ndarray, y: np.ndarray, n: int, dtype) ->
     xf, yf, gf = x.astype(np.float32), y.astype(np.float32), g.astype(np.float32)
     d = np.maximum(xf * (np.float32(1) - xf), np.float32(1e-12))
     return (gf * (xf - yf) / d * np.float32(1.0 / n)).astype(dtype)
-
-
-def best_of(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
-    """Interleave the candidates so that machine noise hits them alike."""
-    best = {name: float("inf") for name in fns}
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return best
 
 
 def torch_backward(x: np.ndarray, y: np.ndarray, dtype_name: str) -> Callable[[], object] | None:
@@ -77,7 +66,7 @@ def measure(size: int, name: str, dtype, repeat: int) -> dict[str, float]:
         candidates["torch"] = torch_fn
     candidates["interp"]()  # compile the specialization outside the timing
     np.testing.assert_array_equal(out, numpy_formula(g, x, y, size, dtype))
-    return best_of(candidates, repeat)
+    return best_of(candidates, repeat, warm_up=False)
 
 
 def main() -> None:

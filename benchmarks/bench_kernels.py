@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,6 +31,7 @@ import layer_norm as ex_layer_norm  # noqa: E402
 import matmul as ex_matmul  # noqa: E402
 import softmax as ex_softmax  # noqa: E402
 import vector_add as ex_vector_add  # noqa: E402
+from _timing import best_of  # noqa: E402
 
 import dsl  # noqa: E402
 
@@ -102,19 +102,6 @@ def cases(quick: bool) -> list[tuple[str, Callable[[], object], Callable[[], obj
          lambda: ex_dropout.reference(big, 0.3, 7)),
         ("row argmax", lambda: ex_argmax.argmax(square), lambda: ex_argmax.reference(square)),
     ]
-
-
-def best_of(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
-    """Interleaved best-of-``repeat`` seconds (after one warm-up call each)."""
-    for fn in fns.values():
-        fn()
-    best = {name: math.inf for name in fns}
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            started = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - started)
-    return best
 
 
 def main() -> None:

@@ -16,28 +16,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _timing import best_of  # noqa: E402
+
 from dsl.numerics import tree_sum  # noqa: E402
-
-
-def best_of(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
-    """Interleaved best-of-``repeat`` seconds (after one warm-up call each)."""
-    for fn in fns.values():
-        fn()
-    best = {name: float("inf") for name in fns}
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            started = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - started)
-    return best
 
 
 def main() -> None:
