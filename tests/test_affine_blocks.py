@@ -163,6 +163,21 @@ def test_disjoint_2d_stores_let_chunks_run_on_several_threads():
     assert not interp.parallel, "interleaved windows are not proved disjoint"
 
 
+def _record_takes(monkeypatch, name):
+    """Wrap the load path ``memory.<name>`` (which returns None when it declines) and
+    return the list of whether each call took the load."""
+    taken = []
+    path = getattr(memory, name)
+
+    def recording(*args):
+        out = path(*args)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(memory, name, recording)
+    return taken
+
+
 @dsl.jit
 def shuffled_tiles(x, out, n_rows, n_cols, ROWS: dsl.constexpr, COLS: dsl.constexpr):
     """Program p copies tile (p * 5) % tiles: the programs' bases do not step evenly."""
@@ -178,15 +193,7 @@ def shuffled_tiles(x, out, n_rows, n_cols, ROWS: dsl.constexpr, COLS: dsl.conste
 def test_tiles_in_a_shuffled_order_load_as_windows_picked_by_base(n_rows, n_cols, monkeypatch):
     """Rows whose bases do not step evenly still load as windows of memory (one
     sliding-window view, picked by base), full tiles and ragged edge tiles alike."""
-    picked = []
-    gather = memory._gather_windows
-
-    def counting(*args):
-        out = gather(*args)
-        picked.append(out is not None)
-        return out
-
-    monkeypatch.setattr(memory, "_gather_windows", counting)
+    picked = _record_takes(monkeypatch, "_gather_windows")
     x = np.random.default_rng(4).standard_normal((n_rows, n_cols)).astype(np.float32)
     out = np.full_like(x, np.nan)
     shuffled_tiles[(6,)](x, out, n_rows, n_cols, ROWS=16, COLS=16)  # 6 tiles; 5 is coprime
@@ -211,17 +218,8 @@ def gather_rows(ids, table, out, n_ids, dim, ROWS: dsl.constexpr, COLS: dsl.cons
 
 @pytest.fixture
 def runs_loaded(monkeypatch):
-    """Counts loads done through ``RowRuns`` windows."""
-    picked = []
-    load_runs = memory._load_runs
-
-    def counting(*args):
-        out = load_runs(*args)
-        picked.append(out is not None)
-        return out
-
-    monkeypatch.setattr(memory, "_load_runs", counting)
-    return picked
+    """Records loads done through ``RowRuns`` windows."""
+    return _record_takes(monkeypatch, "_load_runs")
 
 
 @pytest.mark.parametrize("n_ids,dim", [(64, 16), (50, 13)])
