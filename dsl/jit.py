@@ -308,9 +308,18 @@ class JITFunction(InlinableKernel):
         if backend is not None:
             options = options.replace(backend=backend)
         key, shape = self._recipe_key(args, kwargs, grid, options)
-        recipe = self._recipes.get(key) if key is not None else None
+        try:
+            recipe = self._recipes.get(key) if key is not None else None
+        except TypeError:  # an unhashable constexpr: the full path reports it
+            key, shape, recipe = None, None, None
+        replay_key = None
         try:
             if recipe is not None:  # a call shape seen before: only this call's parts
+                values = (*args, *kwargs.values())
+                replay_key = recipe.replay_key(values, grid, self)
+                replay = recipe.replays.get(replay_key)
+                if replay is not None and _PLANS.get() is None and replay(values):
+                    return  # replayed the executor's plan for this key and scalars
                 executor = recipe.executor  # the options are part of the key
                 launch = recipe.prepare(self, args, kwargs, grid)
                 torch_tensors = {t.name: (*args, *kwargs.values())[t.position]
@@ -343,6 +352,25 @@ class JITFunction(InlinableKernel):
         executor.run(launch, options)
         for tensor in torch_tensors.values():  # autograd sees the writes
             mark_written(tensor)
+        if recipe is not None:
+            self._offer_replay(recipe, (*args, *kwargs.values()), grid, launch, executor,
+                               options, replay_key)
+
+    def _offer_replay(self, recipe: LaunchRecipe, values: tuple[Any, ...], grid: Grid | None,
+                      launch: Launch, executor: Any, options: Options,
+                      replay_key: tuple | None) -> None:
+        """After a launch with a recipe ran: ask the executor for a plan that later
+        calls with the same recipe and replay key may run straight from their values
+        (``LaunchRecipe.direct``), and remember the answer."""
+        if replay_key is None:
+            replay_key = recipe.replay_key(values, grid, self)
+        if replay_key in recipe.replays:
+            return
+        offer = getattr(executor, "replay_plan", None)
+        plan = offer(launch, options) if offer is not None else None
+        if len(recipe.replays) >= RECIPES_PER_KERNEL:
+            recipe.replays.pop(next(iter(recipe.replays)))
+        recipe.replays[replay_key] = None if plan is None else recipe.direct(plan)
 
     def _recipe_key(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Grid | None,
                     options: Options) -> tuple[tuple | None, CallShape | None]:
@@ -364,12 +392,9 @@ class JITFunction(InlinableKernel):
             grid_key = callable
         else:
             return None, None
-        key = (shape_key, parts, grid_key, options)
-        try:
-            hash(key)
-        except TypeError:
-            return None, None
-        return key, shape
+        # an unhashable constexpr makes the key unhashable: ``_launch`` finds out when
+        # it looks the key up (hashing it here too would cost a second hash per call)
+        return (shape_key, parts, grid_key, options), shape
 
     def _remember(self, key: tuple, shape: CallShape, values: tuple[Any, ...], launch: Launch,
                   binding: Binding, grid: Grid | None, options: Options

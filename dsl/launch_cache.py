@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import inspect
 import itertools
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dsl.dtypes import DType
-from dsl.views import TensorView, as_view, is_torch_tensor, partially_overlaps
+from dsl.views import TensorView, as_view, is_torch_tensor, mark_written, partially_overlaps
 
 if TYPE_CHECKING:
     from dsl.ir import Function
@@ -141,6 +142,16 @@ class TensorRecipe:
     base: int
     span: tuple[int, int]  # the kernel buffer: [lo, hi) of the view's buffer, from base
 
+    def buffer_of(self, value: Any) -> np.ndarray:
+        """The flat kernel buffer of this argument's ``value`` in a call with the
+        recipe's key (a pointer-addressed tensor extends it: ``kernel_memory``)."""
+        if self.contiguous_array:  # fixed by the key: a C-contiguous NumPy array
+            return value.reshape(-1)
+        if self.scalar_array:  # a NumPy array broadcast from one element
+            return value[self.corner].reshape(1)
+        view = as_view(value)
+        return view.buffer[view.base + self.span[0]:view.base + self.span[1]]
+
 
 @dataclass(frozen=True)
 class LaunchRecipe:
@@ -157,6 +168,58 @@ class LaunchRecipe:
     executor: Any  # the execution backend the key's options name
     # the stored tensors passed as torch tensors (autograd is told of their writes)
     written_torch: tuple[TensorRecipe, ...]
+    # (position among the call's values, NumPy type) of each scalar parameter
+    scalars: tuple[tuple[int, Any], ...]
+    # replay_key -> a call that runs a launch with that key straight from the call's
+    # values (``direct``), or None when the executor offered none for it
+    replays: dict[tuple, Callable[[tuple[Any, ...]], bool] | None] = \
+        field(default_factory=dict, compare=False, hash=False)
+
+    def replay_key(self, values: tuple[Any, ...], grid: Any, kernel: Any) -> tuple:
+        """What a launch's bounds proof depends on beyond the recipe's key, from the
+        call's values: the grid and the scalar arguments bit for bit (the part of
+        ``proof_hint`` a call without pointer-addressed tensors has)."""
+        grid3 = self.grid if self.grid is not None else kernel.grid(grid, self.meta)
+        return (grid3, *[convert(values[position]).tobytes()
+                         for position, convert in self.scalars])
+
+    def direct(self, plan: Any) -> Callable[[tuple[Any, ...]], bool] | None:
+        """A call that runs a launch of this recipe from the call's values with
+        ``plan.run(scalars, buffers)`` (a ``lowering.plan.Plan``, whose ``params`` and
+        ``tensors`` name positions in ``function.params``). The call returns False,
+        running nothing, when a stored tensor shares memory with another argument
+        (the full path then reports the overlap or interprets the alias). None when
+        a tensor is addressed through pointers (its memory extent is not fixed by
+        the key)."""
+        if any(t.through_pointers for t in self.tensors):
+            return None
+        tensor_params = plan.tensors
+        scalar_params = [position for _, position in plan.params]
+        by_name = {t.name: i for i, t in enumerate(self.tensors)}
+        tensors = self.tensors
+        stored = [i for i, t in enumerate(tensors) if t.stored]
+        picks = [by_name[self.runtime[p][1]] for p in tensor_params]
+        # a hidden layout parameter is fixed by the key: (-1, its value)
+        scalars = [(self.runtime[p][1], self.runtime[p][2]) if self.runtime[p][0] == "scalar"
+                   else (-1, self.runtime[p][1]) for p in scalar_params]
+        if any(self.runtime[p][0] == "tensor" for p in scalar_params):
+            return None
+        written_torch = [t.position for t in self.written_torch]
+
+        def replay(values: tuple[Any, ...]) -> bool:
+            buffers = [t.buffer_of(values[t.position]) for t in tensors]
+            for s in stored:
+                written = buffers[s]
+                for i, other in enumerate(buffers):
+                    if i != s and np.may_share_memory(written, other):
+                        return False
+            plan.run([convert(values[position]) if position >= 0 else convert
+                 for position, convert in scalars],
+                [buffers[i] for i in picks])
+            for position in written_torch:  # autograd sees the writes
+                mark_written(values[position])
+            return True
+        return replay
 
     def prepare(self, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                 grid: Any) -> Launch:
@@ -167,11 +230,8 @@ class LaunchRecipe:
         bound: dict[str, BoundTensor] = {}
         for t in self.tensors:
             value = values[t.position]
-            if t.contiguous_array:  # fixed by the key: a C-contiguous NumPy array
-                buffer = value.reshape(-1)
-                view = TensorView(buffer, t.dtype, t.shape, t.view_strides, 0, value)
-            elif t.scalar_array:  # a NumPy array broadcast from one element
-                buffer = value[t.corner].reshape(1)
+            if t.contiguous_array or t.scalar_array:
+                buffer = t.buffer_of(value)
                 view = TensorView(buffer, t.dtype, t.shape, t.view_strides, 0, value)
             else:
                 view = as_view(value)
@@ -249,4 +309,5 @@ def build_recipe(shape: CallShape, launch_values: tuple[Any, ...], launch: Launc
             runtime.append(("fixed", value))
     fixed_grid = launch.grid if not callable(grid) else None
     return LaunchRecipe(next(_SERIALS), fn, fixed_grid, meta, tuple(tensors), tuple(runtime),
-                        executor, tuple(t for t in tensors if t.stored and t.torch))
+                        executor, tuple(t for t in tensors if t.stored and t.torch),
+                        tuple((entry[1], entry[2]) for entry in runtime if entry[0] == "scalar"))

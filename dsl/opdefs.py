@@ -145,7 +145,7 @@ class Elementwise:
 
     def evaluate(self, *operands: np.ndarray, dtype: DType) -> np.ndarray:
         """Apply the op to NumPy operands that all have dtype ``dtype``."""
-        with np.errstate(all="ignore"):
+        with nm.ignore_fp_errors():
             out = self.numpy(*operands, dtype=dtype)
         if self.result == "bool":
             return np.asarray(out, dtype=np.bool_)

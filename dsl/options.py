@@ -90,6 +90,20 @@ class Options:
                              f"{self.race_check!r}")
         if not isinstance(self.llvm_root, Path):
             object.__setattr__(self, "llvm_root", Path(self.llvm_root))
+        # every launch hashes its options into a cache key: hash the fields once
+        object.__setattr__(self, "_hash", hash(dataclasses.astuple(self)))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined]
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_hash"]  # string hashes differ between processes
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        object.__setattr__(self, "_hash", hash(dataclasses.astuple(self)))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Options:

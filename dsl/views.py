@@ -130,12 +130,14 @@ def same_elements(a: TensorView, b: TensorView) -> bool:
                                                            other)
 
 
-def partially_overlaps(a: TensorView, b: TensorView | None) -> bool:
+def partially_overlaps(a: TensorView, b: TensorView | np.ndarray | None) -> bool:
     """``a`` shares memory with ``b`` without being exactly the same view (an exact
     alias, ``out is input``, is safe for elementwise work: each element is read and
     written by the same lane)."""
-    if b is None or not np.may_share_memory(a.buffer, b.buffer):
+    if b is None or not np.may_share_memory(a.buffer, b if type(b) is np.ndarray
+                                            else b.buffer):
         return False
+    b = as_view(b)
     return a.numel > 0 and b.numel > 0 and not same_elements(a, b)
 
 

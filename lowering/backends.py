@@ -38,6 +38,13 @@ class InterpreterBackend:
 
         execute(launch, options)
 
+    def replay_plan(self, launch: Launch, options: Options) -> Any:
+        """The launch plan later launches with ``launch``'s proof hint may replay
+        without a ``Launch`` (``lowering.interpreter.replay_plan``), or None."""
+        from lowering.interpreter import replay_plan
+
+        return replay_plan(launch, options)
+
 
 class CompiledCPUBackend:
     """Runs launches with the lowered kernel compiled for this CPU."""

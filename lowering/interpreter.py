@@ -48,7 +48,15 @@ import numpy as np
 from dsl import philox
 from dsl.errors import DataRaceError, DeviceAssertionError, DSLRuntimeError
 from dsl.ir import Block, Function, Op, Value, walk_block
-from dsl.numerics import apply_atomics, arg_fold, bitcast_array, cast_array, scan_in_order
+from dsl.numerics import (
+    apply_atomics,
+    arg_fold,
+    bitcast_array,
+    cast_array,
+    dot_steps,
+    ignore_fp_errors,
+    scan_in_order,
+)
 from dsl.numerics import dot as dot_product
 from dsl.opdefs import COMBINES, OPS, Effect
 from dsl.options import Options
@@ -171,6 +179,9 @@ class Interpreter:
         self.independent = not _overlaps(launch.tensors, facts.loaded, facts.stored)
         self.index_slice = facts.index_slice
         self.proofs = facts.proofs
+        self.wide_loads = facts.wide_loads
+        self.widened: dict[str, np.ndarray | None] = {}  # tensor name -> float32 copy
+        self.dot_loops = facts.dot_loops
         # "direct" once the pre-pass has proved every access in bounds; a kernel that
         # may fail while it runs (device_assert) keeps what it overwrites, to undo it.
         # IO ops may fail mid-launch (and prints stay in program order); a race the
@@ -214,7 +225,7 @@ class Interpreter:
         key = proof_key(self.launch, self.race_check, self.full_race)
         proved = self.proofs.get(key)
         if proved is None:
-            with np.errstate(all="ignore"):
+            with ignore_fp_errors():
                 self.only = self.index_slice
                 try:
                     self._run_grid()
@@ -235,7 +246,7 @@ class Interpreter:
         out-of-bounds access, a failed device_assert) and leaves memory as it was.
         Compiled-CPU mode checks indices that depend on loaded data this way."""
         self.journal = StoreJournal("undo")
-        with np.errstate(all="ignore"):
+        with ignore_fp_errors():
             try:
                 self._run_grid()
             finally:
@@ -245,7 +256,7 @@ class Interpreter:
         """Prove the launch in bounds if its indices allow, then execute it; a
         failure leaves every output as it was."""
         self.prove_in_bounds()
-        with np.errstate(all="ignore"):  # IEEE semantics: inf/NaN, never warnings
+        with ignore_fp_errors():  # IEEE semantics: inf/NaN, never warnings
             try:
                 self._run_grid()
             except BaseException:
@@ -291,7 +302,7 @@ class Interpreter:
                 self.run_block(block, frame)
 
     def _run_in_worker(self, block: Block, frame: Frame) -> None:
-        with np.errstate(all="ignore"):  # error state is per thread
+        with ignore_fp_errors():  # error state is per thread
             _worker.active = True
             try:
                 self.run_block(block, frame)
@@ -669,7 +680,7 @@ class Interpreter:
         offset = materialize(frame.get(op.require("offset")))
         seed = materialize(frame.get(op.require("seed")))
         seed = seed.reshape((-1,) + (1,) * (offset.ndim - 1))
-        with np.errstate(all="ignore"):
+        with ignore_fp_errors():
             return fn(seed, offset, op.attrs["n_rounds"])
 
     def op_randint(self, op: Op, frame: Frame) -> None:
@@ -708,7 +719,7 @@ class Interpreter:
         arr = materialize(frame.get(op.source))
         full = np.broadcast_to(arr, (arr.shape[0],) + op.source.shape)
         combine = COMBINES[op.attrs["combine"]]
-        with np.errstate(all="ignore"):
+        with ignore_fp_errors():
             out = combine.numpy(full, 1 + op.attrs["axis"], op.result.dtype.np)
         frame.set(op.result, np.asarray(out, dtype=op.result.dtype.np))
 
@@ -748,8 +759,29 @@ class Interpreter:
             value = tensor.buffer[offset.reshape(-1)[:1]]
             frame.set(op.result, value.reshape((1,) * (1 + op.result.type.rank)))
             return
-        value = load(tensor.buffer, offset, mask, other, copy=not self.independent)
+        buffer = tensor.buffer
+        if id(op) in self.wide_loads:
+            buffer = self._widened(op, tensor, frame.size)
+        value = load(buffer, offset, mask, other, copy=not self.independent)
         frame.set(op.result, value)
+
+    def _widened(self, op: Op, tensor: BoundTensor, rows: int) -> np.ndarray:
+        """The buffer a load of dot operands reads (``_dot_operand_loads``): a float32
+        copy of the tensor, made once per launch, when this launch writes neither it
+        nor memory it shares and the load reads at least a quarter as many elements
+        as the copy converts (tiles of a matrix that many programs read); else the
+        tensor's own buffer."""
+        wide = self.widened.get(op.tensor, False)
+        if wide is False:
+            buffer = tensor.buffer
+            elements = rows * prod(op.result.shape)
+            written = [self.launch.tensors[name].buffer for name in self.stored]
+            wide = None
+            if op.tensor not in self.stored and 4 * elements >= buffer.shape[0] and \
+                    not any(np.may_share_memory(buffer, w) for w in written):
+                wide = buffer.astype(np.float32)
+            self.widened[op.tensor] = wide
+        return tensor.buffer if wide is None else wide
 
     def op_store(self, op: Op, frame: Frame) -> None:
         tensor: BoundTensor = frame.get(op.view)
@@ -873,6 +905,14 @@ class Interpreter:
         iv_dtype = body.args[0].dtype.np
         if not inits and (self.independent or self.checking):
             self._for_flattened(op, frame, lo, step, trips, iv_dtype)
+            return
+        dots = None
+        if inits and not self.checking and trips.size and trips.min() == trips.max():
+            dots = self.dot_loops.get(id(op), False)
+            if dots is False:
+                dots = self.dot_loops[id(op)] = dot_accumulation(op)
+        if dots is not None:
+            self._for_dot_sums(op, frame, lo, step, int(trips[0]), inits, iv_dtype, dots)
         else:
             self._for_sequential(op, frame, lo, step, trips, inits, iv_dtype)
 
@@ -955,6 +995,49 @@ class Interpreter:
             frames.append(inner)
         self._run_chunks(body, frames)
 
+    def _for_dot_sums(self, op: Op, frame: Frame, lo: np.ndarray, step: np.ndarray,
+                      steps: int, inits: list[Any], iv_dtype: np.dtype, dots: tuple[Op, ...]
+                      ) -> None:
+        """A loop that only accumulates dots (``dot_accumulation``), every row taking
+        ``steps`` trips: the body's other ops run once for all (step, row) pairs as
+        rows, then each dot runs its ``steps`` steps on those operands
+        (``numerics.dot_steps``: the same dots, so the same bits). Chunks of rows
+        bound the memory."""
+        body = op.body
+        size = frame.size
+        if steps == 0:
+            for result, value in zip(op.results, inits):
+                frame.set(result, value)
+            return
+        lo64, step64 = lo.astype(np.int64).reshape(-1), step.astype(np.int64).reshape(-1)
+        skip = {id(d) for d in dots} | {id(body.ops[-1])}
+        per_row = steps * self.block_sizes.setdefault(id(op), _max_block(body, nested=True))
+        chunk = max(1, self.chunk_elements // per_row)
+        merged: list[np.ndarray | None] = [None] * len(dots)
+        for start in range(0, size, chunk):
+            sel = np.arange(start, min(size, start + chunk))
+            n = sel.shape[0]
+            flat = np.tile(sel, steps)  # step-major: row i of step s is s * n + i
+            trip = np.repeat(np.arange(steps, dtype=np.int64), n)
+            iv = (lo64 if lo64.shape[0] == 1 else lo64[flat]) + \
+                trip * (step64 if step64.shape[0] == 1 else step64[flat])
+            inner = Frame(frame, flat, frame.pid[flat])
+            inner.set(body.args[0], iv.astype(iv_dtype))
+            for inner_op in body.ops:
+                if id(inner_op) not in skip:
+                    HANDLERS[inner_op.kind](self, inner_op, inner)
+            for j, (d, init) in enumerate(zip(dots, inits)):
+                a, b = self._full_pair(d.lhs, d.rhs, inner)
+                a = np.broadcast_to(a, (steps * n,) + a.shape[1:])
+                b = np.broadcast_to(b, (steps * n,) + b.shape[1:])
+                acc = materialize(init)
+                acc = np.broadcast_to(acc if acc.shape[0] == 1 or n == size else acc[sel],
+                                      (n,) + d.result.shape)
+                value = dot_steps(a, b, acc, steps)
+                merged[j] = value if n == size else _merge_rows(merged[j], value, sel, size)
+        for result, value in zip(op.results, merged):
+            frame.set(result, value)
+
     def _for_sequential(self, op: Op, frame: Frame, lo: np.ndarray, step: np.ndarray,
                         trips: np.ndarray, inits: list[Any], iv_dtype: np.dtype) -> None:
         carried = [materialize(v) for v in inits]
@@ -982,9 +1065,12 @@ class _KernelFacts:
     dying: dict[int, frozenset[int]]
     may_fail: bool  # runs checks (IO ops) that can fail mid-launch
     flat: FlatForm | None  # the kernel's flat form, when it has one (lowering.plan)
+    wide_loads: frozenset[int]  # ids of the loads ``_dot_operand_loads`` names
     # bounds proofs of earlier launches, by ``proof_key``
     proofs: dict[tuple, tuple[bool, dict[str, list[tuple[int, int]]]]] = \
         dataclasses.field(default_factory=dict)
+    # id of a ``for`` op -> its dots when it only accumulates dots (``dot_accumulation``)
+    dot_loops: dict[int, tuple[Op, ...] | None] = dataclasses.field(default_factory=dict)
     # launch plans by ``proof_key`` (None: the key's launches are interpreted)
     plans: dict[tuple, Plan | None] = dataclasses.field(default_factory=dict)
 
@@ -999,7 +1085,7 @@ def _facts(fn: Function) -> _KernelFacts:
         may_fail = any(op.defn.effect is Effect.IO for op in fn.walk())
         facts = _KernelFacts(
             fn.tensors_read(), fn.tensors_written(), indices, _last_uses(fn.body),
-            may_fail, None if may_fail else flat_form(fn, indices))
+            may_fail, None if may_fail else flat_form(fn, indices), _dot_operand_loads(fn))
         _FACTS[fn] = facts
     return facts
 
@@ -1044,6 +1130,63 @@ def execute(launch: Launch, options: Options) -> None:
         if len(facts.plans) >= PROOFS_PER_KERNEL:
             facts.plans.pop(next(iter(facts.plans)))
         facts.plans[key] = interpreter.recorder.build()
+
+
+def replay_plan(launch: Launch, options: Options) -> Plan | None:
+    """The plan ``execute`` would replay for a launch with ``launch``'s proof hint and
+    function, whatever its buffers: None when there is none, or when ``execute``
+    would interpret such a launch anyway (full race checks; a tensor both loaded
+    and stored). The caller checks per launch that stored tensors share no memory
+    with the others, as ``execute`` does."""
+    facts = _facts(launch.function)
+    if facts.flat is None or launch.proof_hint is None or options.race_check == "full" \
+            or facts.loaded & facts.stored:
+        return None
+    return facts.plans.get((options.race_check != "off", launch.proof_hint))
+
+
+def _dot_operand_loads(fn: Function) -> frozenset[int]:
+    """Loads of float16/bfloat16 values read only as ``dot`` operands: ``dot``
+    multiplies in float32, so these may read a float32 copy of their tensor
+    (``Interpreter._widened``) instead of converting every tile they load."""
+    wide = set()
+    for op in fn.walk():
+        if HANDLERS.get(op.kind) is not Interpreter.op_load:
+            continue
+        dtype = op.result.dtype
+        if not dtype.is_float or dtype.np.itemsize != 2 or not op.result.has_uses:
+            continue
+        if all(HANDLERS[user.kind] is Interpreter.op_dot and
+               op.result is not user.require("acc") for user in op.result.users):
+            wide.add(id(op))
+    return frozenset(wide)
+
+
+def dot_accumulation(op: Op) -> tuple[Op, ...] | None:
+    """The dots of a ``for`` loop whose every carried value is only a dot's
+    accumulator (``acc = dot(a, b, acc)``), one dot per carried value, in a body
+    without nested regions or effects other than loads; None for any other loop.
+    Such a loop's steps depend on each other only through the accumulators, so the
+    interpreter computes every step's operands at once (``_for_dot_sums``)."""
+    body = op.body
+    carried, yielded = body.args[1:], body.yielded()
+    if not carried or len(yielded) != len(carried):
+        return None
+    top = {id(inner) for inner in body.ops}
+    dots = []
+    for arg, out in zip(carried, yielded):
+        users = arg.users
+        if len(users) != 1 or HANDLERS[users[0].kind] is not Interpreter.op_dot:
+            return None
+        d = users[0]
+        if id(d) not in top or d.require("acc") is not arg or out is not d.result \
+                or sum(v is arg for v in d.operands) != 1 or len(d.result.users) != 1:
+            return None
+        dots.append(d)
+    for inner in body.ops[:-1]:
+        if inner.regions or inner.defn.effect not in (Effect.PURE, Effect.READ):
+            return None
+    return tuple(dots)
 
 
 def _last_uses(block: Block) -> dict[int, frozenset[int]]:

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dsl.ir import Function, Op, Value
-from dsl.numerics import cast_array
+from dsl.numerics import cast_array, ignore_fp_errors
 from dsl.opdefs import Effect
 from lowering.lanes import LaneMask, materialize
 from lowering.memory import _contiguous_run
@@ -112,7 +112,7 @@ def flat_form(fn: Function, index_slice: set[int] | None) -> FlatForm | None:
                 return None  # atomics: programs interact
             elif id(op) in index_slice:
                 continue
-            elif not (op.defn.is_elementwise or op.defn.constant or op.kind in _STEPS) \
+            elif not (op.defn.is_elementwise or op.defn.constant or op.kind in _EMITTERS) \
                     or any(r.type.rank > 1 for r in op.results):
                 return None
             ops.append(op)
@@ -202,45 +202,81 @@ def _flat(value: np.ndarray, rows: int, block: int) -> np.ndarray | None:
     return np.ascontiguousarray(np.broadcast_to(per_row, (rows, block))).reshape(-1)
 
 
-Step = Callable[[list[Any], list[np.ndarray]], None]
+class _Source:
+    """The Python function a plan compiles to, written line by line: register ``k`` is
+    the local ``r{k}``, tensor ``t`` the local ``b{t}``; every object a line uses is
+    bound by ``bind`` into the function's globals."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.names: dict[str, Any] = {"ignore_fp_errors": ignore_fp_errors,
+                                      "asarray": np.asarray, "empty": np.empty,
+                                      "cast_array": cast_array}
+
+    def bind(self, obj: Any, prefix: str) -> str:
+        name = f"{prefix}{len(self.names)}"
+        self.names[name] = obj
+        return name
+
+    def line(self, text: str) -> None:
+        self.lines.append(text)
+
+    def function(self, params: list[tuple[int, str]], tensors: int) -> Callable[..., None]:
+        """The compiled function ``plan(scalars, buffers)``; ``params`` gives each
+        scalar's register and the name of its bound dtype."""
+        head = ["def plan(scalars, buffers):"]
+        if tensors:
+            head.append(f"    {''.join(f'b{t}, ' for t in range(tensors))}= buffers")
+        if params:
+            head.append(f"    {''.join(f's{i}, ' for i in range(len(params)))}= scalars")
+            head += [f"    r{reg} = asarray([s{i}], {dtype})"
+                     for i, (reg, dtype) in enumerate(params)]
+        head.append("    with ignore_fp_errors():")
+        body = [f"        {line}" for line in self.lines] or ["        pass"]
+        self.text = "\n".join(head + body) + "\n"
+        namespace = dict(self.names)
+        exec(compile(self.text, "<launch plan>", "exec"), namespace)
+        return namespace["plan"]
 
 
 @dataclass
 class Plan:
-    """Steps over a register file: register ``k`` holds one value (shape (1,) or
-    (total,)); ``params`` are loaded from the launch's scalar arguments first."""
+    """A flat launch as one generated Python function (``source``) over registers:
+    register ``k`` holds one value (shape (1,) or (total,)); ``params`` are loaded
+    from the launch's scalar arguments first."""
 
-    steps: list[Step]
-    registers: int
-    constants: dict[int, np.ndarray]  # register -> fixed value
+    source: str  # the generated function, for reading and debugging
+    function: Callable[[list[Any], list[np.ndarray]], None]
     params: list[tuple[int, int]]  # (register, position in launch.args)
     tensors: list[int]  # positions in launch.args of the tensors, by plan tensor index
 
-    def __post_init__(self) -> None:
-        self.template: list[Any] = [None] * self.registers
-        for reg, value in self.constants.items():
-            self.template[reg] = value
-
     def execute(self, launch: Launch) -> None:
-        regs = self.template.copy()
+        """Replay the plan on a prepared launch."""
         args = launch.args
-        for reg, position in self.params:
-            regs[reg] = np.asarray([args[position]])
-        buffers = [args[position].buffer for position in self.tensors]
-        with np.errstate(all="ignore"):
-            for step in self.steps:
-                step(regs, buffers)
+        self.run([args[position] for _, position in self.params],
+                 [args[position].buffer for position in self.tensors])
+
+    def run(self, scalars: list[Any], buffers: list[np.ndarray]) -> None:
+        """Replay the plan on ``scalars`` (the launch arguments ``params`` names, in
+        that order, converted to their NumPy types) and ``buffers`` (the flat kernel
+        buffers of the tensors ``tensors`` names, in that order)."""
+        self.function(scalars, buffers)
 
 
 def _compile(form: FlatForm, rec: Recorder, rows: int, block: int) -> Plan | None:
-    total = rows * block
+    # Only the lanes some store writes are computed: every data op is lane-wise, so
+    # the padding lanes past them cannot reach memory, and a load whose run covers
+    # them all is a view of its buffer instead of a padded copy.
+    total = max(rec.runs[id(op)][1] for op in form.ops if _is_store(op))  # type: ignore[index]
+    assert total <= rows * block
     registers: dict[int, int] = {}
-    constants: dict[int, np.ndarray] = {}
+    dtypes: dict[int, np.dtype] = {}  # each register's dtype, known while compiling
     params: list[tuple[int, int]] = []
     uniform: set[int] = set()  # registers known to hold shape (1,)
     tensor_positions: list[int] = []
     tensor_index: dict[str, int] = {}
-    steps: list[Step] = []
+    src = _Source()
+    fills: dict[int, np.ndarray] = {}  # registers holding fixed values, for ``other``
 
     def reg_of(v: Value) -> int | None:
         reg = registers.get(v.uid)
@@ -249,6 +285,7 @@ def _compile(form: FlatForm, rec: Recorder, rows: int, block: int) -> Plan | Non
         reg = registers[v.uid] = len(registers)
         if v.uid in form.params:
             params.append((reg, form.params[v.uid]))
+            dtypes[reg] = np.dtype(v.dtype.np)
             uniform.add(reg)
             return reg
         captured = rec.values.get(v.uid)
@@ -257,7 +294,10 @@ def _compile(form: FlatForm, rec: Recorder, rows: int, block: int) -> Plan | Non
         flat = _flat(captured, rows, block)
         if flat is None:
             return None
-        constants[reg] = flat
+        flat = flat[:total]
+        src.line(f"r{reg} = {src.bind(flat, 'k')}")
+        dtypes[reg] = flat.dtype
+        fills[reg] = flat
         if flat.shape[0] == 1:
             uniform.add(reg)
         return reg
@@ -279,111 +319,88 @@ def _compile(form: FlatForm, rec: Recorder, rows: int, block: int) -> Plan | Non
             lo, count = run
             t = tensor_index[name]
             if _is_store(op):
-                steps.append(_store_step(t, lo, count, total, ins[0]))
+                value = f"r{ins[0]}[0]" if ins[0] in uniform else f"r{ins[0]}[:{count}]"
+                src.line(f"b{t}[{lo}:{lo + count}] = {value}")
                 continue
             out = registers[op.result.uid] = len(registers)
-            if count == -1:
-                steps.append(_scalar_load_step(t, lo, out))
+            dtypes[out] = np.dtype(op.result.dtype.np)
+            if count == -1:  # every lane reads element lo
+                src.line(f"r{out} = b{t}[{lo}:{lo + 1}]")
                 uniform.add(out)
+                continue
+            if count >= total:
+                src.line(f"r{out} = b{t}[{lo}:{lo + total}]")
                 continue
             fill = None
             if ins:
-                fill = constants.get(ins[0])  # (1,) or, lane by lane, (total,)
+                fill = fills.get(ins[0])  # (1,) or, lane by lane, (total,)
                 if fill is None:
                     return None  # an ``other`` computed from data: not planned
-            steps.append(_load_step(t, lo, count, total, fill, out, op.result.dtype.np))
+            pad = "0" if fill is None else src.bind(
+                fill[count:] if fill.shape[0] > 1 else fill, "k")
+            src.line(f"r{out} = empty({total}, {src.bind(dtypes[out], 'd')})")
+            src.line(f"r{out}[:{count}] = b{t}[{lo}:{lo + count}]")
+            src.line(f"r{out}[{count}:] = {pad}")
             continue
         out = registers[op.result.uid] = len(registers)
+        result = dtypes[out] = np.dtype(op.result.dtype.np)
         if op.defn.constant:
-            constants[out] = np.full(1, op.constant, dtype=op.result.dtype.np)
+            value = np.full(1, op.constant, dtype=result)
+            src.line(f"r{out} = {src.bind(value, 'k')}")
+            fills[out] = value
             uniform.add(out)
             continue
         if all(r in uniform for r in ins):
             uniform.add(out)
-        builder = _STEPS.get(op.kind)
-        if builder is not None:
-            steps.append(builder(op, ins[0], out))
-        else:
-            steps.append(_elementwise_step(op, ins, out))
-    return Plan(steps, len(registers), constants, params, tensor_positions)
+        _emit_data_op(src, op, ins, out, [dtypes[r] for r in ins])
+    function = src.function([(reg, src.bind(dtypes[reg], "d")) for reg, _ in params],
+                            len(tensor_positions))
+    return Plan(src.text, function, params, tensor_positions)
 
 
-def _load_step(t: int, lo: int, count: int, total: int, fill: Any, out: int,
-               dtype: np.dtype) -> Step:
-    if count == total:
-        def load_all(regs: list[Any], buffers: list[np.ndarray]) -> None:
-            regs[out] = buffers[t][lo:lo + count]
-        return load_all
-
-    def load_padded(regs: list[Any], buffers: list[np.ndarray]) -> None:
-        flat = np.empty(total, dtype=dtype)
-        flat[:count] = buffers[t][lo:lo + count]
-        flat[count:] = 0 if fill is None else fill[count:] if fill.shape[0] > 1 else fill
-        regs[out] = flat
-    return load_padded
-
-
-def _scalar_load_step(t: int, at: int, out: int) -> Step:
-    def load_scalar(regs: list[Any], buffers: list[np.ndarray]) -> None:
-        regs[out] = buffers[t][at:at + 1]
-    return load_scalar
-
-
-def _store_step(t: int, lo: int, count: int, total: int, src: int) -> Step:
-    def store(regs: list[Any], buffers: list[np.ndarray]) -> None:
-        value = regs[src]
-        buffers[t][lo:lo + count] = value[:count] if value.shape[0] == total else value[0]
-    return store
-
-
-def _alias_step(op: Op, src: int, out: int) -> Step:
-    def alias(regs: list[Any], buffers: list[np.ndarray]) -> None:
-        regs[out] = regs[src]
-    return alias
-
-
-def _cast_step(op: Op, src: int, out: int) -> Step:
-    target = op.result.dtype
-
-    def cast(regs: list[Any], buffers: list[np.ndarray]) -> None:
-        regs[out] = cast_array(regs[src], target)
-    return cast
-
-
-def _elementwise_step(op: Op, ins: list[int], out: int) -> Step:
-    """The interpreter's ``elementwise``: the registry's ufunc where the op is exactly
-    one and keeps the operand dtype (the interpreter's ``out=`` path), else its
-    ``numpy`` function in the compute dtype, converted to the result dtype."""
+def _emit_data_op(src: _Source, op: Op, ins: list[int], out: int,
+                  operand_dtypes: list[np.dtype]) -> None:
+    """The line(s) computing a non-access data op: as the interpreter's handler does
+    (``Interpreter.elementwise``, ``op_cast``; broadcasts and hints alias)."""
+    result = np.dtype(op.result.dtype.np)
+    args = ", ".join(f"r{r}" for r in ins)
+    emit = _EMITTERS.get(op.kind)
+    if emit is not None:
+        src.line(emit(src, op, ins[0], out))
+        return
     opdef = op.defn.elementwise
     assert opdef is not None
-    result = op.result.dtype.np
     ufunc = opdef.ufunc if op.result.dtype == op.compute_dtype else None
-    if ufunc is not None and len(ins) == 2:
-        a, b = ins
-
-        def binary(regs: list[Any], buffers: list[np.ndarray]) -> None:
-            value = ufunc(regs[a], regs[b])
-            regs[out] = value if value.dtype == result else value.astype(result)
-        return binary
-    if ufunc is not None and len(ins) == 1:
-        (a,) = ins
-
-        def unary(regs: list[Any], buffers: list[np.ndarray]) -> None:
-            value = ufunc(regs[a])
-            regs[out] = value if value.dtype == result else value.astype(result)
-        return unary
-    numpy_fn, dtype = opdef.numpy, op.compute_dtype
-
-    def elementwise(regs: list[Any], buffers: list[np.ndarray]) -> None:
-        value = np.asarray(numpy_fn(*[regs[r] for r in ins], dtype=dtype))
-        regs[out] = value if value.dtype == result else value.astype(result)
-    return elementwise
+    if ufunc is not None and len(ins) in (1, 2):
+        # the registry's ufunc where the op is exactly one and keeps the operand
+        # dtype (the interpreter's ``out=`` path); its dtype is known from the
+        # operands', so the conversion is written only where it is needed
+        with ignore_fp_errors():
+            produced = ufunc(*[np.zeros(1, d) for d in operand_dtypes]).dtype
+        src.line(f"r{out} = {src.bind(ufunc, 'f')}({args})")
+        if produced != result:
+            src.line(f"r{out} = r{out}.astype({src.bind(result, 'd')})")
+        return
+    # else its ``numpy`` function in the compute dtype, converted to the result dtype
+    fn, dtype, want = src.bind(opdef.numpy, "f"), src.bind(op.compute_dtype, "d"), \
+        src.bind(result, "d")
+    src.line(f"r{out} = asarray({fn}({args}, dtype={dtype}))")
+    src.line(f"if r{out}.dtype != {want}: r{out} = r{out}.astype({want})")
 
 
-# Steps of the non-elementwise kinds a flat kernel's data ops may have (elementwise
-# kinds go through their registry record; constants become fixed registers).
-_STEPS: dict[str, Callable[[Op, int, int], Step]] = {
-    "cast": _cast_step,
-    "broadcast": _alias_step,  # a (1,) or (total,) register broadcasts as it is
-    "hint": _alias_step,
+def _alias_line(src: _Source, op: Op, source: int, out: int) -> str:
+    return f"r{out} = r{source}"  # a (1,) or (total,) register broadcasts as it is
+
+
+def _cast_line(src: _Source, op: Op, source: int, out: int) -> str:
+    return f"r{out} = cast_array(r{source}, {src.bind(op.result.dtype, 'd')})"
+
+
+# The non-elementwise kinds a flat kernel's data ops may have, and the line each
+# compiles to (elementwise kinds go through their registry record; constants become
+# fixed registers).
+_EMITTERS: dict[str, Callable[[_Source, Op, int, int], str]] = {
+    "cast": _cast_line,
+    "broadcast": _alias_line,
+    "hint": _alias_line,
 }

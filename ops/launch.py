@@ -7,7 +7,15 @@ from typing import Any
 import numpy as np
 
 from dsl.jit import is_planning
-from dsl.views import TensorView, as_view, broadcast_to, mark_written, partially_overlaps
+from dsl.views import (
+    TensorView,
+    as_view,
+    broadcast_to,
+    is_torch_tensor,
+    mark_written,
+    partially_overlaps,
+    to_numpy,
+)
 
 __all__ = ["mark_written", "operand", "partially_overlaps", "result", "scale_of", "unaliased"]
 from ops import status
@@ -15,9 +23,25 @@ from ops.tensors import new_like_kind
 from ops.validation import Checked
 
 
-def operand(obj: Any, shape: tuple[int, ...]) -> TensorView | None:
-    """``obj`` broadcast to the iteration shape without copying (None stays None)."""
-    return None if obj is None else broadcast_to(obj, shape)
+def operand(obj: Any, shape: tuple[int, ...]) -> TensorView | np.ndarray | None:
+    """``obj`` broadcast to the iteration shape without copying (None stays None).
+    A NumPy array of that shape is passed as it is, and a NumPy scalar becomes a
+    stride-0 array: kernels bind arrays directly, and building a view costs more
+    than the rest of a small operator call's host side."""
+    if obj is None:
+        return None
+    array = obj
+    if type(array) is not np.ndarray:
+        if isinstance(obj, np.generic):
+            array = np.asarray(obj)
+        elif is_torch_tensor(obj):
+            array = to_numpy(obj)  # shares the tensor's memory
+    if type(array) is np.ndarray:
+        if array.shape == shape:
+            return array
+        if array.ndim == 0:  # one element read by every lane
+            return np.ndarray(shape, array.dtype, array, 0, (0,) * len(shape))
+    return broadcast_to(array, shape)
 
 
 def result(out: Any, input: Any, checked: Checked,

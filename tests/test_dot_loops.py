@@ -1,0 +1,188 @@
+"""Loops that only accumulate dots (``acc = dot(a, b, acc)`` over k tiles) and loads
+read only as dot operands: the interpreter computes every step's tiles at once
+(``Interpreter._for_dot_sums``) and may read a float32 copy of a float16 tensor
+(``Interpreter._widened``). Both are speed-ups only: every result must be bit for
+bit what the step-by-step loop gives, and every check must still fire."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import dsl
+from lowering import interpreter
+
+
+@dsl.jit
+def matmul_kernel(a, b, c, M, N, K, BM: dsl.constexpr, BN: dsl.constexpr, BK: dsl.constexpr):
+    pid = dsl.program_id(0)
+    tiles_n = dsl.cdiv(N, BN)
+    rm = (pid // tiles_n) * BM + dsl.arange(0, BM)
+    rn = (pid % tiles_n) * BN + dsl.arange(0, BN)
+    acc = dsl.zeros((BM, BN), c.dtype)
+    for k0 in range(0, K, BK):
+        rk = k0 + dsl.arange(0, BK)
+        ta = dsl.load(a, rm[:, None] * K + rk[None, :], (rm[:, None] < M) & (rk[None, :] < K), 0.0)
+        tb = dsl.load(b, rk[:, None] * N + rn[None, :], (rk[:, None] < K) & (rn[None, :] < N), 0.0)
+        acc = dsl.dot(ta, tb, acc, out_dtype=c.dtype)
+    dsl.store(c, rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) & (rn[None, :] < N))
+
+
+@dsl.jit
+def two_accumulators(a, b, c, d, K, BK: dsl.constexpr):
+    """Two dots per step, one shared operand, a tile that no program id changes."""
+    r = dsl.arange(0, 16)
+    acc = dsl.zeros((16, 16), dsl.float32)
+    acc2 = dsl.zeros((16, 16), dsl.float32)
+    for k0 in range(0, K, BK):
+        rk = k0 + dsl.arange(0, BK)
+        ta = dsl.load(a, r[:, None] * K + rk[None, :])
+        tb = dsl.load(b, rk[:, None] * 16 + r[None, :])
+        acc = dsl.dot(ta, tb, acc)
+        acc2 = dsl.dot(ta, tb * 2.0, acc2)
+    p = dsl.program_id(0)
+    dsl.store(c, p * 256 + r[:, None] * 16 + r[None, :], acc)
+    dsl.store(d, p * 256 + r[:, None] * 16 + r[None, :], acc2)
+
+
+@dsl.jit
+def scaled_accumulator(a, b, c, K, BK: dsl.constexpr):
+    """The accumulator is read by more than the dot: not a dot-only loop."""
+    r = dsl.arange(0, 16)
+    acc = dsl.zeros((16, 16), dsl.float32)
+    for k0 in range(0, K, BK):
+        rk = k0 + dsl.arange(0, BK)
+        acc = dsl.dot(dsl.load(a, r[:, None] * K + rk[None, :]),
+                      dsl.load(b, rk[:, None] * 16 + r[None, :]), acc) * 0.5
+    dsl.store(c, r[:, None] * 16 + r[None, :], acc)
+
+
+@pytest.fixture
+def step_by_step(monkeypatch):
+    """Runs a launch with the dot-loop path and the widened loads switched off."""
+    def run(launch):
+        with monkeypatch.context() as m:
+            m.setattr(interpreter, "dot_accumulation", lambda op: None)
+            m.setattr(interpreter.Interpreter, "_widened",
+                      lambda self, op, tensor, rows: tensor.buffer)
+            interpreter._FACTS.clear()
+            launch()
+        interpreter._FACTS.clear()
+    return run
+
+
+def _operands(rng, m, n, k, dtype):
+    if dtype == np.int8:
+        return (rng.integers(-128, 128, (m, k)).astype(np.int8),
+                rng.integers(-128, 128, (k, n)).astype(np.int8))
+    return (rng.standard_normal((m, k)).astype(dtype),
+            rng.standard_normal((k, n)).astype(dtype))
+
+
+CASES = {  # name -> (operand dtype, accumulator dtype, M, N, K, BK)
+    "fp16 in, fp32 acc": (np.float16, np.float32, 96, 80, 200, 32),
+    "bf16 in, fp32 acc": (ml_dtypes.bfloat16, np.float32, 64, 64, 128, 32),
+    "fp32 in, fp32 acc, ragged k": (np.float32, np.float32, 70, 50, 77, 16),
+    "fp16 in, fp16 acc": (np.float16, np.float16, 64, 48, 96, 16),
+    "int8 in, int32 acc": (np.int8, np.int32, 48, 64, 160, 32),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_dot_loop_gives_the_bits_of_the_step_by_step_loop(name, step_by_step):
+    dtype, acc_dtype, m, n, k, bk = CASES[name]
+    a, b = _operands(np.random.default_rng(7), m, n, k, dtype)
+    grid = (-(-m // 32) * -(-n // 16),)
+    fast, slow = np.empty((m, n), acc_dtype), np.empty((m, n), acc_dtype)
+    matmul_kernel[grid](a, b, fast, m, n, k, BM=32, BN=16, BK=bk)
+    step_by_step(lambda: matmul_kernel[grid](a, b, slow, m, n, k, BM=32, BN=16, BK=bk))
+    np.testing.assert_array_equal(fast.view(np.uint8), slow.view(np.uint8))
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    if acc_dtype == np.int32:
+        np.testing.assert_array_equal(fast, exact.astype(np.int64).astype(np.int32))
+    else:
+        assert np.allclose(fast, exact, rtol=0, atol=2 * k * np.finfo(acc_dtype).eps *
+                           (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))).max())
+
+
+def test_the_dot_loop_path_runs_for_a_matmul_loop_and_not_for_other_loops(monkeypatch):
+    taken = []
+    original = interpreter.Interpreter._for_dot_sums
+
+    def recording(self, op, *args):
+        taken.append(op)
+        return original(self, op, *args)
+
+    monkeypatch.setattr(interpreter.Interpreter, "_for_dot_sums", recording)
+    read = []
+    widened = interpreter.Interpreter._widened
+
+    def reading(self, op, tensor, rows):
+        buffer = widened(self, op, tensor, rows)
+        read.append((op.tensor, buffer.dtype))
+        return buffer
+
+    monkeypatch.setattr(interpreter.Interpreter, "_widened", reading)
+    rng = np.random.default_rng(1)
+    a, b = _operands(rng, 32, 16, 64, np.float16)
+    c = np.empty((32, 16), np.float32)
+    matmul_kernel[(1,)](a, b, c, 32, 16, 64, BM=32, BN=16, BK=16)
+    assert len(taken) == 1
+    assert sorted(read) == [("a", np.float32), ("b", np.float32)], \
+        "both float16 operands are read through one float32 copy each"
+    a16, b16 = rng.standard_normal((16, 64)).astype(np.float32), \
+        rng.standard_normal((64, 16)).astype(np.float32)
+    out = np.empty((16, 16), np.float32)
+    scaled_accumulator[(1,)](a16, b16, out, 64, BK=16)
+    assert len(taken) == 1, "an accumulator read by more than its dot is a plain loop"
+    expected = np.zeros((16, 16), np.float32)
+    for k0 in range(0, 64, 16):
+        expected = (a16[:, k0:k0 + 16] @ b16[k0:k0 + 16] + expected) * np.float32(0.5)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_two_accumulators_and_a_program_independent_tile(step_by_step):
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((16, 96)).astype(np.float16)
+    b = rng.standard_normal((96, 16)).astype(np.float16)
+    outs = [np.empty(3 * 256, np.float32) for _ in range(4)]
+    two_accumulators[(3,)](a, b, outs[0], outs[1], 96, BK=32)
+    step_by_step(lambda: two_accumulators[(3,)](a, b, outs[2], outs[3], 96, BK=32))
+    np.testing.assert_array_equal(outs[0].view(np.uint32), outs[2].view(np.uint32))
+    np.testing.assert_array_equal(outs[1].view(np.uint32), outs[3].view(np.uint32))
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(outs[1].reshape(3, 16, 16)[2], 2 * exact, rtol=1e-3, atol=1e-2)
+
+
+def test_an_out_of_bounds_tile_in_a_dot_loop_names_the_argument():
+    a = np.ones((32, 64), np.float16)
+    b = np.ones((64, 16), np.float16)
+    c = np.full((32, 16), -1.0, np.float32)
+    with pytest.raises(dsl.OutOfBoundsError, match="tensor 'a'"):
+        matmul_kernel[(1,)](a, b, c, 32, 16, 80, BM=32, BN=16, BK=16)  # K past a's columns
+    assert np.all(c == -1.0), "nothing is written"
+
+
+@dsl.jit
+def dot_into_its_operand(a, b, K, BK: dsl.constexpr):
+    """Writes the product over ``a`` itself: ``a`` may not be read through a copy."""
+    r = dsl.arange(0, 16)
+    acc = dsl.zeros((16, 16), dsl.float32)
+    for k0 in range(0, K, BK):
+        rk = k0 + dsl.arange(0, BK)
+        acc = dsl.dot(dsl.load(a, r[:, None] * K + rk[None, :]),
+                      dsl.load(b, rk[:, None] * 16 + r[None, :]), acc)
+    dsl.store(a, r[:, None] * K + r[None, :], acc.to(dsl.float16))
+
+
+def test_a_tensor_the_launch_writes_is_not_read_through_a_float32_copy(step_by_step):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((16, 32)).astype(np.float16)
+    b = rng.standard_normal((32, 16)).astype(np.float16)
+    fast, slow = a.copy(), a.copy()
+    dot_into_its_operand[(1,)](fast, b, 32, BK=16)
+    step_by_step(lambda: dot_into_its_operand[(1,)](slow, b, 32, BK=16))
+    np.testing.assert_array_equal(fast.view(np.uint16), slow.view(np.uint16))
+    np.testing.assert_allclose(fast[:, :16], (a.astype(np.float32) @ b.astype(np.float32)
+                                              ).astype(np.float16), rtol=2e-3, atol=2e-3)
