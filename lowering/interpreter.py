@@ -36,6 +36,7 @@ all-or-nothing per launch.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import weakref
 from collections.abc import Callable
@@ -762,7 +763,9 @@ class Interpreter:
         buffer = tensor.buffer
         if id(op) in self.wide_loads:
             buffer = self._widened(op, tensor, frame.size)
-        value = load(buffer, offset, mask, other, copy=not self.independent)
+        # a chunk's values die with it: its loads may reuse the previous chunk's buffers
+        allocate = functools.partial(scratch, id(op)) if frame.pooled else np.empty
+        value = load(buffer, offset, mask, other, not self.independent, allocate)
         frame.set(op.result, value)
 
     def _widened(self, op: Op, tensor: BoundTensor, rows: int) -> np.ndarray:

@@ -17,12 +17,16 @@ of input buffers unless a stored tensor overlaps a loaded one (then they copy).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from dsl.errors import DataRaceError, OutOfBoundsError, SourceLoc
 from lowering.lanes import Affine, BoxMask, LaneMask, Lanes, RowRuns, materialize
+
+# How a load allocates its result: ``np.empty``, or a pooled buffer (contents undefined)
+Allocate = Callable[[tuple[int, ...], np.dtype], np.ndarray]
 
 
 @dataclass
@@ -208,8 +212,8 @@ def _runs_within(runs: RowRuns, mask: object | None, numel: int) -> bool:
     return True
 
 
-def _load_runs(buffer: np.ndarray, runs: RowRuns, mask: object | None, other: object | None
-               ) -> np.ndarray | None:
+def _load_runs(buffer: np.ndarray, runs: RowRuns, mask: object | None, other: object | None,
+               allocate: Allocate = np.empty) -> np.ndarray | None:
     """A load through ``RowRuns``: each valid run is one window of a sliding-window view
     of ``buffer``, picked by its start (a row copy, as ``table[ids]`` is). None when the
     mask is not a box."""
@@ -231,7 +235,8 @@ def _load_runs(buffer: np.ndarray, runs: RowRuns, mask: object | None, other: ob
     if len(picked) == 1 and isinstance(picked[0][0], slice) and \
             tuple(picked[0][1]) == runs.shape and picked[0][2].shape[0] == rows:
         return picked[0][2]
-    out = _filled(shape, buffer.dtype, other)
+    out = _around(shape, buffer.dtype, other, [(sel, extent) for sel, extent, _ in picked],
+                  allocate)
     for sel, extent, values in picked:
         out[_box(sel, extent)] = values
     return out
@@ -353,18 +358,18 @@ def _contiguous_run(offset: object, mask: object | None, rows: int | None = None
 
 
 def load(buffer: np.ndarray, offset: object, mask: object | None, other: object | None,
-         copy: bool) -> np.ndarray:
+         copy: bool, allocate: Allocate = np.empty) -> np.ndarray:
     """Gather ``buffer[offset]`` for active lanes, ``other`` elsewhere. The result may
     have size-1 axes where the offsets do not vary (NumPy broadcasting semantics)."""
     if mask is not None and isinstance(mask, LaneMask) and mask.all_true():
         mask = None
     if isinstance(offset, RowRuns):
-        picked = _load_runs(buffer, offset, mask, other)
+        picked = _load_runs(buffer, offset, mask, other, allocate)
         if picked is not None:
             return picked
     access = affine_access(offset, mask)
     if access is not None:
-        strided = _load_affine(buffer, access, other)
+        strided = _load_affine(buffer, access, other, allocate)
         if strided is not None:
             return strided
     run = _contiguous_run(offset, mask)
@@ -377,7 +382,7 @@ def load(buffer: np.ndarray, offset: object, mask: object | None, other: object 
         if count == total:
             out = data.reshape(shape)
             return out.copy() if copy else out
-        flat = _filled(shape, buffer.dtype, other).reshape(-1)
+        flat = _filled(shape, buffer.dtype, other, allocate).reshape(-1)
         flat[:count] = data
         return flat.reshape(shape)
     off = materialize(offset)
@@ -385,51 +390,77 @@ def load(buffer: np.ndarray, offset: object, mask: object | None, other: object 
         return buffer[off]  # fancy indexing copies
     box = BoxMask.of(mask)
     if box is not None and len(box.shape) == off.ndim - 1:
-        return _gather_boxes(buffer, off, box, other)
+        return _gather_boxes(buffer, off, box, other, allocate)
     m = materialize(mask)
     safe = np.where(m, off, 0)
     values = buffer[safe]
     return np.where(m, values, materialize(other) if other is not None else 0).astype(buffer.dtype)
 
 
-def _gather_boxes(buffer: np.ndarray, offset: np.ndarray, box: BoxMask, other: object | None
-                  ) -> np.ndarray:
+def _gather_boxes(buffer: np.ndarray, offset: np.ndarray, box: BoxMask, other: object | None,
+                  allocate: Allocate = np.empty) -> np.ndarray:
     """A gather under a box mask: only each row's valid box is read (no pass over the
     masked-off lanes), the rest is ``other``."""
     rows = max(offset.shape[0], box.rows)
     shape = (rows,) + np.broadcast_shapes(offset.shape[1:], box.shape)
     offset = np.broadcast_to(offset, shape)
-    out = _filled(shape, buffer.dtype, other)
-    for sel, extents in _row_groups(box.extents(rows, shape[1:])):
-        if (extents > 0).all():
-            where = _box(sel, extents)
-            out[where] = buffer[offset[where]]
+    groups = [(sel, extents) for sel, extents in _row_groups(box.extents(rows, shape[1:]))
+              if (extents > 0).all()]
+    out = _around(shape, buffer.dtype, other, groups, allocate)
+    for sel, extents in groups:
+        where = _box(sel, extents)
+        out[where] = buffer[offset[where]]
     return out
 
 
-def _filled(shape: tuple[int, ...], dtype: np.dtype, other: object | None) -> np.ndarray:
+def _around(shape: tuple[int, ...], dtype: np.dtype, other: object | None,
+            boxes: list[tuple[np.ndarray | slice, np.ndarray]],
+            allocate: Allocate = np.empty) -> np.ndarray:
+    """A new (rows, *block) array for a masked load whose valid lanes are ``boxes``
+    ((rows, extents) each, written by the caller next): ``other`` (0 when absent)
+    outside them. One box over every row (the common case: a block padded past the
+    end of each row) fills only the lanes past its extents, not the whole block
+    first."""
+    if len(boxes) != 1 or not isinstance(boxes[0][0], slice) or \
+            boxes[0][0] != slice(0, shape[0]):
+        return _filled(shape, dtype, other, allocate)
+    out = allocate(shape, dtype)
+    fill = 0 if other is None else np.broadcast_to(materialize(other), shape)
+    lead: tuple = (slice(None),)
+    for axis, extent in enumerate(int(e) for e in boxes[0][1]):
+        if extent < shape[axis + 1]:
+            where = lead + (slice(extent, None),)
+            out[where] = 0 if other is None else fill[where]  # type: ignore[index]
+        lead += (slice(0, extent),)
+    return out
+
+
+def _filled(shape: tuple[int, ...], dtype: np.dtype, other: object | None,
+            allocate: Allocate = np.empty) -> np.ndarray:
     """A new (rows, *block) array holding a masked load's ``other`` (0 when absent),
     which may differ from lane to lane."""
-    if other is None:
+    if other is None and allocate is np.empty:
         return np.zeros(shape, dtype)  # calloc: no pass of its own over the memory
-    out = np.empty(shape, dtype)
-    out[...] = materialize(other)
+    out = allocate(shape, dtype)
+    out[...] = 0 if other is None else materialize(other)
     return out
 
 
-def _load_affine(buffer: np.ndarray, access: AffineAccess, other: object | None
-                 ) -> np.ndarray | None:
+def _load_affine(buffer: np.ndarray, access: AffineAccess, other: object | None,
+                 allocate: Allocate = np.empty) -> np.ndarray | None:
     """An affine load as strided windows of ``buffer`` (None: the rows' bases do not
     step evenly; the caller gathers instead)."""
     groups = access.groups()
     if groups is None:
-        return _gather_windows(buffer, access, other)
+        return _gather_windows(buffer, access, other, allocate)
     rows = access.extents.shape[0]
     shape = (rows,) + access.shape
     if len(groups) == 1 and tuple(groups[0][1]) == access.shape:
         _, extents, first, step = groups[0]
         return np.ascontiguousarray(access.window(buffer, rows, extents, first, step))
-    out = _filled(shape, buffer.dtype, other)
+    out = _around(shape, buffer.dtype, other,
+                  [(sel, extents) for sel, extents, _, _ in groups if (extents > 0).all()],
+                  allocate)
     for sel, extents, first, step in groups:
         if (extents == 0).any():
             continue
@@ -438,8 +469,8 @@ def _load_affine(buffer: np.ndarray, access: AffineAccess, other: object | None
     return out
 
 
-def _gather_windows(buffer: np.ndarray, access: AffineAccess, other: object | None
-                    ) -> np.ndarray | None:
+def _gather_windows(buffer: np.ndarray, access: AffineAccess, other: object | None,
+                    allocate: Allocate = np.empty) -> np.ndarray | None:
     """An affine load whose rows' bases do not step evenly (programs in a grouped or
     data-dependent order): every row's box is one element of a sliding-window view of
     ``buffer`` (window ``p`` is the box whose first lane sits at ``p``), picked by
@@ -465,7 +496,8 @@ def _gather_windows(buffer: np.ndarray, access: AffineAccess, other: object | No
     if len(picked) == 1 and isinstance(picked[0][0], slice) and \
             tuple(picked[0][1]) == access.shape:
         return picked[0][2]
-    out = _filled((rows,) + access.shape, buffer.dtype, other)
+    out = _around((rows,) + access.shape, buffer.dtype, other,
+                  [(sel, extents) for sel, extents, _ in picked], allocate)
     for sel, extents, values in picked:
         out[_box(sel, extents)] = values
     return out
