@@ -110,10 +110,14 @@ def call_key(shape: CallShape, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     """The key of a call with this call shape (None: not cacheable; an unhashable
     constexpr is found when the caller hashes the key)."""
     parts: list[Any] = []
-    values = list(args) + list(kwargs.values())
-    for value, constexpr in zip(values, shape.constexpr):
+    for value, constexpr in zip((*args, *kwargs.values()), shape.constexpr):
         if constexpr:
             parts.append(("c", type(value), value))
+            continue
+        kind = type(value)
+        if kind is np.ndarray:  # the common case, inline: this runs on every call
+            parts.append((kind, value.dtype, value.shape, value.strides,
+                          value.flags.writeable))
             continue
         key = _runtime_key(value)
         if key is None:
@@ -180,8 +184,10 @@ class LaunchRecipe:
         call's values: the grid and the scalar arguments bit for bit (the part of
         ``proof_hint`` a call without pointer-addressed tensors has)."""
         grid3 = self.grid if self.grid is not None else kernel.grid(grid, self.meta)
-        return (grid3, *[convert(values[position]).tobytes()
-                         for position, convert in self.scalars])
+        # a Python int is its own exact key (the type is fixed by the recipe's key);
+        # anything else by the bits of its conversion (0.0 and -0.0 differ)
+        return (grid3, *[value if type(value := values[position]) is int
+                         else convert(value).tobytes() for position, convert in self.scalars])
 
     def direct(self, plan: Any) -> Callable[[tuple[Any, ...]], bool] | None:
         """A call that runs a launch of this recipe from the call's values with

@@ -106,20 +106,32 @@ class TensorView(_Shaped):
 
 
 def _torch_to_numpy(t: Any) -> np.ndarray:
-    if t.device.type != "cpu":
+    # on every operator call with torch tensors: the cheap attributes first
+    if not t.is_cpu:
         raise ValueError(
             f"tensor on device '{t.device}': this build runs kernels in interpreter mode on "
             "CPU tensors and NumPy arrays only")
-    t = t.detach()
+    if t.requires_grad:
+        t = t.detach()
     import torch  # only reached when a torch tensor was passed
 
-    if t.dtype == torch.bfloat16:
+    if t.dtype is torch.bfloat16:
         return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
     return t.numpy()
 
 
+# type -> whether its instances are torch tensors (asked several times per call)
+_TORCH_TYPES: dict[type, bool] = {}
+
+
 def is_torch_tensor(obj: Any) -> bool:
-    return type(obj).__module__.startswith("torch") and hasattr(obj, "detach")
+    """True for a torch tensor, without importing torch."""
+    kind = type(obj)
+    known = _TORCH_TYPES.get(kind)
+    if known is None:
+        known = _TORCH_TYPES[kind] = kind.__module__.startswith("torch") and \
+            hasattr(kind, "detach")
+    return known
 
 
 def same_elements(a: TensorView, b: TensorView) -> bool:

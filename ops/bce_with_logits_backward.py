@@ -93,7 +93,7 @@ def binary_cross_entropy_with_logits_target_backward(
                                                     pos_weight, reduction, out, resolve_chip())
     res, out_view = result(out, input, checked)
     run_target_backward(checked, grad_output, input, weight, pos_weight, out_view)
-    return mark_written(res)
+    return res if out is None else mark_written(res)  # a new result has no readers yet
 
 
 @dsl.jit
@@ -146,4 +146,4 @@ def binary_cross_entropy_with_logits_backward(
                                    out)
     res, out_view = result(out, input, checked)
     run_input_backward(checked, grad_output, input, target, weight, pos_weight, out_view)
-    return mark_written(res)
+    return res if out is None else mark_written(res)  # a new result has no readers yet

@@ -65,4 +65,4 @@ def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None
     res, out_view = result(out, input, checked, checked.shape if checked.reduction == 0 else ())
     workspace = np.empty(red.workspace_bytes(checked.numel, checked.reduction), np.uint8)
     run(checked, input, target, weight, pos_weight, out_view, workspace)
-    return mark_written(res)
+    return res if out is None else mark_written(res)  # a new result has no readers yet

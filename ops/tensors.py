@@ -54,9 +54,10 @@ def new_like_kind(kind_of: Any, shape: tuple[int, ...], dtype: DType) -> tuple[A
     if is_torch_tensor(kind_of):
         import torch
 
-        torch_dtype = {dt.float32: torch.float32, dt.float16: torch.float16,
-                       dt.bfloat16: torch.bfloat16}[dtype]
-        result = torch.empty(shape, dtype=torch_dtype)
-        return result, to_numpy(result)
+        if dtype == dt.bfloat16:  # NumPy has no bfloat16 torch would take
+            result = torch.empty(shape, dtype=torch.bfloat16)
+            return result, to_numpy(result)
+        array = np.empty(shape, dtype=dtype.np)  # and a tensor over it: cheaper both ways
+        return torch.from_numpy(array), array
     result = np.empty(shape, dtype=dtype.np)
     return result, result
