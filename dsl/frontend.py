@@ -789,6 +789,12 @@ class _Visitor:
                                    ".shape, .stride(i))")
         if inspect.ismodule(base) or isinstance(base, (DType, type)):
             if not hasattr(base, attr):
+                if self.src.triton and inspect.ismodule(base):
+                    from dsl.triton_compat import missing_attribute  # imports this module
+
+                    builtin = missing_attribute(base, attr)
+                    if builtin is not None:
+                        return builtin
                 raise self.error(node, f"'{getattr(base, '__name__', base)}' has no attribute "
                                        f"'{attr}'")
             return self.foreign(getattr(base, attr)) if inspect.ismodule(base) else \
@@ -1327,6 +1333,8 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     **{name: _composed_binary(f) for name, f in mathlib.BINARY.items()},
     "pow": _binary_builtin("pow"),
     "div_rn": _binary_builtin("truediv"),
+    "fast_dividef": _binary_builtin("truediv"),
+    "fast_expf": _math("exp"),
     "fdiv": lambda v, node, x, y, ieee_rounding: sem.binary(v.b, "truediv", x, y),
     "fma": lambda v, node, x, y, z: sem.ternary(v.b, "fma", x, y, z),
     "umulhi": lambda v, node, x, y: sem.umulhi(v.b, x, y),

@@ -542,6 +542,46 @@ def fma(x: Any, y: Any, z: Any) -> Any:
 
 
 @builtin
+def fast_dividef(x: Any, y: Any) -> Any:
+    """Elementwise x / y (triton-ascend's ``libdevice.fast_dividef``, which may be
+    approximate on the NPU; the interpreter and compiled-CPU mode divide exactly)."""
+    raise _outside("fast_dividef")
+
+
+@builtin
+def fast_expf(x: Any) -> Any:
+    """Elementwise e**x (triton-ascend's ``libdevice.fast_expf``, which may be
+    approximate on the NPU; here it is ``exp``)."""
+    raise _outside("fast_expf")
+
+
+@builtin
+def isfinite(x: Any) -> Any:
+    """Elementwise int1: x is neither infinite nor a NaN, for float16, bfloat16 and
+    float32 x (``dsl.mathlib``; libdevice's ``isfinited`` and ``finitef``)."""
+    raise _outside("isfinite")
+
+
+@builtin
+def isfinited(x: Any) -> Any:
+    """libdevice's name for ``isfinite``."""
+    raise _outside("isfinited")
+
+
+@builtin
+def finitef(x: Any) -> Any:
+    """libdevice's name for ``isfinite``."""
+    raise _outside("finitef")
+
+
+@builtin
+def rint(x: Any) -> Any:
+    """Elementwise rounding to the nearest integer, ties to even: ``nearbyint``
+    (libdevice's ``rint``)."""
+    raise _outside("rint")
+
+
+@builtin
 def div_rn(x: Any, y: Any) -> Any:
     """Elementwise x / y rounded to nearest (IEEE division, like ``/``)."""
     raise _outside("div_rn")

@@ -340,6 +340,15 @@ def isnan(b: Builder, x: Operand) -> Value:
     return sem.binary(b, "ne", v, v)
 
 
+def isfinite(b: Builder, x: Operand) -> Value:
+    """int1: x is neither infinite nor a NaN (|x| < inf is false for both)."""
+    v = sem.as_value(b, x)
+    if not v.dtype.is_float:
+        raise b.error(f"isfinite() expects a floating-point operand: Expected dtype "
+                      f"fp16/fp32/bf16, but got {v.dtype.name}")
+    return sem.binary(b, "lt", sem.unary(b, "abs", v), float("inf"))
+
+
 def signbit(b: Builder, x: Operand) -> Value:
     """int1: the sign bit of x is set (-0.0 and negative NaNs included)."""
     v = sem.as_value(b, x)
@@ -410,8 +419,11 @@ _SAME_WIDTH_INT = {16: dt.int16, 32: dt.int32, 64: dt.int64}
 
 # name -> builder, for the frontend's builtin table (one operand, then two)
 UNARY: dict[str, Callable[[Builder, Operand], Value]] = {
-    f.__name__: f for f in (sinh, cosh, asinh, acosh, atanh, atan, asin, acos, log10, trunc,
-                            nearbyint, relu, isnan, signbit, lgamma, gamma, erfinv,
-                            cyl_bessel_i0)}
+    **{f.__name__: f for f in (sinh, cosh, asinh, acosh, atanh, atan, asin, acos, log10, trunc,
+                            nearbyint, relu, isnan, isfinite, signbit, lgamma, gamma, erfinv,
+                            cyl_bessel_i0)},
+    # libdevice's other names
+    "rint": nearbyint, "isfinited": isfinite, "finitef": isfinite,
+}
 BINARY: dict[str, Callable[[Builder, Operand, Operand], Value]] = {
     "copysign": copysign, "hypot": hypot, "nextafter": nextafter, "atan2": atan2}

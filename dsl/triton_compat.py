@@ -108,6 +108,16 @@ def translate(obj: Any) -> Any:
     return obj
 
 
+def missing_attribute(module: types.ModuleType, name: str) -> Any:
+    """The DSL builtin a Triton kernel means by ``module.name`` when the installed
+    Triton's module lacks it (newer triton-ascend libdevice functions such as
+    ``fast_expf``, ``isfinited`` or ``rint`` on the 3.2 wheel), or None."""
+    if not module.__name__.startswith("triton."):
+        return None
+    target = getattr(lang, name, None)
+    return target if getattr(target, "__dsl_builtin__", False) else None
+
+
 # ----------------------------------------------------------------------------- kernels
 
 

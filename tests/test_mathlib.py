@@ -47,7 +47,9 @@ SPECIAL = {
     "erfinv": (None, "erfinv", "unit", 1e-6, 1e-6),
     "cyl_bessel_i0": (np.i0, "i0", "wide", 2e-6, 1e-30),
 }
-KERNELS1 = {name: _unary_kernel(name) for name in [*UNARY, *SPECIAL, "isnan", "signbit"]}
+KERNELS1 = {name: _unary_kernel(name)
+            for name in [*UNARY, *SPECIAL, "isnan", "signbit", "isfinite", "rint", "fast_expf",
+                                      "exp"]}
 KERNELS2 = {name: _kernel2(name) for name in ("copysign", "hypot", "nextafter", "atan2")}
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 0.5, -0.5, 1.5, 2.5, -2.5, 1.0, -1.0,
             1e-30, -1e-30, 3e38, -3e38, 1e-45, 2.0**23 + 1, 0.99999994]
@@ -158,6 +160,17 @@ def test_isnan_and_signbit_are_exact():
         np.testing.assert_array_equal(_run1("signbit", x).astype(bool), np.signbit(x))
 
 
+def test_isfinite_rint_and_fast_expf_as_libdevice_defines_them():
+    for dtype in (np.float32, np.float16):
+        x = _inputs(dtype)
+        x[:8] = [-np.nan, np.inf, -np.inf, -0.0, 2.5, -2.5, 0.5, 1.5]
+        np.testing.assert_array_equal(_run1("isfinite", x).astype(bool), np.isfinite(x))
+        np.testing.assert_array_equal(_run1("rint", x), np.rint(x))  # ties to even
+        np.testing.assert_array_equal(_run1("fast_expf", x), _run1("exp", x))
+    with pytest.raises(dsl.DSLCompileError, match="Expected dtype fp16/fp32/bf16, but got int32"):
+        _run1("isfinite", np.arange(8, dtype=np.int32))
+
+
 def test_copysign_hypot_and_nextafter():
     rng = np.random.default_rng(3)
     for dtype in (np.float32, np.float16):
@@ -204,6 +217,8 @@ def all_math(x, y, out, n, BLOCK: dsl.constexpr):
     r += dsl.lgamma(a) + dsl.gamma(dsl.abs(b) + 0.5) + dsl.erfinv(a * 0.1)
     r += dsl.cyl_bessel_i0(b)
     r += dsl.where(dsl.isnan(a) | dsl.signbit(b), 1.0, 0.0)
+    r += dsl.where(dsl.isfinite(a / b), 2.0, 0.0) + dsl.rint(a) + dsl.fast_expf(a * 0.1)
+    r += dsl.fast_dividef(a, b)
     dsl.store(out, i, r, m)
 
 

@@ -424,6 +424,26 @@ def test_libdevice_math_composed_by_the_language(torch):
 
 
 @triton.jit
+def newer_libdevice_kernel(x_ptr, finite_ptr, out_ptr, BLOCK: tl.constexpr):
+    """libdevice functions of newer triton-ascend releases than the installed wheel."""
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(finite_ptr + offs, libdevice.isfinited(x) & libdevice.finitef(x))
+    tl.store(out_ptr + offs, libdevice.rint(x) + libdevice.fast_expf(x * 0.1)
+             + libdevice.fast_dividef(x, 4.0))
+
+
+def test_libdevice_names_newer_than_the_wheel_are_the_languages_builtins(torch):
+    assert not hasattr(libdevice, "isfinited"), "the installed wheel has them: test moot"
+    x = torch.tensor([0.5, 1.5, 2.5, -2.5, float("nan"), float("inf"), -float("inf"), 3.0])
+    finite, out = torch.zeros(8, dtype=torch.bool), torch.empty(8)
+    dsl.from_triton(newer_libdevice_kernel)[(1,)](x, finite, out, BLOCK=8)
+    assert torch.equal(finite, torch.isfinite(x))
+    want = torch.round(x) + torch.exp(x * 0.1) + x / 4.0  # torch.round: ties to even
+    assert torch.allclose(out, want, rtol=1e-6, atol=0, equal_nan=True)
+
+
+@triton.jit
 def round_ints_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
