@@ -19,7 +19,8 @@ written under PATH.
 
 Each file gets one status:
 
-* ``pass``: exit status 0;
+* ``pass``: exit status 0 with at least one test run (a script: exit status 0);
+* ``skipped``: exit status 0, every test skipped by the file's own marks (not a pass);
 * ``unsupported (<feature>)``: the output names a missing feature -- an exception class
   starting with ``DSL`` or containing ``Unsupported``, a message saying "unsupported",
   "not supported", "not implemented" or "missing feature", or a torch_npu shim gap;
@@ -65,7 +66,9 @@ PLUGIN = "triton_ascend_suite_plugin"
 SETUP_FAILED = 86  # sitecustomize's exit status when the runner cannot be installed
 TUTORIALS = Path("third_party/ascend/tutorials")
 UNITTESTS = Path("third_party/ascend/unittest/pytest_ut")
-STATUSES = ("pass", "fail", "unsupported", "error", "timeout")
+# "skipped": every test of the file was skipped by its own marks; nothing ran, so it
+# is not counted as a pass
+STATUSES = ("pass", "fail", "unsupported", "error", "timeout", "skipped")
 
 _EXCEPTION_LINE = re.compile(
     r"^(?:E\s+)?(?P<cls>[A-Za-z_][\w.]*(?:Error|Exception|Failure|Exit|Interrupt|Feature))(?::\s*(?P<msg>.*))?$"
@@ -203,6 +206,8 @@ def classify(mode: str, returncode: int, output: str) -> tuple[str, str, dict[st
         return "error", _first_line(setup[-1] if setup else "suite setup failed"), {}
     counts = pytest_counts(lines) if mode == "pytest" else {}
     if returncode == 0:
+        if mode == "pytest" and counts.get("skipped") and not counts.get("passed"):
+            return "skipped", "every test is skipped by the file's own marks", counts
         return "pass", "", counts
     if returncode < 0:
         return "error", f"killed by signal {-returncode}", counts
