@@ -35,6 +35,12 @@ from collections.abc import Callable
 import numpy as np
 import sympy
 
+# sympy's Add imports these on its first use in a process (~30 ms, measured on the
+# first launch of a kernel): load them with sympy, so a first launch costs its own work
+import sympy.calculus.accumulationbounds  # noqa: E402, F401
+import sympy.matrices.expressions  # noqa: E402, F401
+import sympy.tensor.tensor  # noqa: E402, F401
+
 from dsl import dtypes as dt
 from dsl.ir import Block, Function, Op, Type, Value, format_function, verify, walk_block
 from dsl.numerics import cast_array
