@@ -11,6 +11,13 @@ run ``LaunchRecipe.prepare``, which only builds the views of this call's tensors
 checks what depends on their addresses (partial overlap of a stored tensor with
 another argument) and converts the scalars.
 
+A recipe also keeps *replays*: after a launch ran, the execution backend may offer
+a plan that any launch with the same recipe, grid and scalar values may run
+(``lowering.plan``; the interpreter offers one for flat kernels). Later calls then
+compute ``replay_key`` (grid, scalars bit for bit) and run the plan straight from
+their values (``direct``): no ``Launch`` and no views are built. A stored tensor
+sharing memory with another argument sends the call down the full path.
+
 A call the key cannot describe (an unhashable or unusual argument, a tensor on a
 device, a kernel whose argument binding is customised) gets ``None`` and always
 takes the full path, so the cache can only skip work, never change a result.

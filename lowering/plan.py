@@ -20,12 +20,18 @@ Data flow:
    (a mask used in a ``where``, an ``arange`` converted to float...).
 3. After that launch succeeds, ``Recorder.build`` turns the capture into a ``Plan``:
    each access becomes a ``(lo, count)`` slice of its tensor's flat buffer, each
-   captured operand a constant array, each data op one step. Any surprise (an access
-   that is not one contiguous run, an op that ran more than once because the launch
-   was split into chunks) gives no plan; the key is then always interpreted.
-4. ``Plan.execute(launch)`` replays the steps on the launch's buffers.
+   captured operand a constant array, each data op one line of a generated Python
+   function (``Plan.source``; register ``k`` is the local ``r{k}``). Only the lanes
+   some store writes are computed: every data op is lane-wise, so the padding lanes
+   past them cannot reach memory, and a load whose run covers them is a view of its
+   buffer. Any surprise (an access that is not one contiguous run, an op that ran
+   more than once because the launch was split into chunks) gives no plan; the key
+   is then always interpreted.
+4. ``Plan.execute(launch)`` runs that function on the launch's buffers;
+   ``Plan.run(scalars, buffers)`` runs it on buffers a caller picked itself (a
+   launch recipe's replay, ``dsl.launch_cache.LaunchRecipe.direct``).
 
-Exactness: the steps call the same functions the interpreter's handlers call
+Exactness: the lines call the same functions the interpreter's handlers call
 (``Elementwise.numpy`` in the op's compute dtype, ``numerics.cast_array``, the same
 padding of masked-off load lanes with ``other``), on the same elements laid out as
 one flat run (row-major over the batch's rows, which is the interpreter's
