@@ -204,19 +204,18 @@ class LaunchRecipe:
         (the full path then reports the overlap or interprets the alias). None when
         a tensor is addressed through pointers (its memory extent is not fixed by
         the key)."""
-        if any(t.through_pointers for t in self.tensors):
+        entries = [self.runtime[position] for _, position in plan.params]
+        if any(t.through_pointers for t in self.tensors) or \
+                any(entry[0] == "tensor" for entry in entries):
             return None
-        tensor_params = plan.tensors
-        scalar_params = [position for _, position in plan.params]
-        by_name = {t.name: i for i, t in enumerate(self.tensors)}
         tensors = self.tensors
+        by_name = {t.name: i for i, t in enumerate(tensors)}
+        picks = [by_name[self.runtime[position][1]] for position in plan.tensors]
         stored = [i for i, t in enumerate(tensors) if t.stored]
-        picks = [by_name[self.runtime[p][1]] for p in tensor_params]
-        # a hidden layout parameter is fixed by the key: (-1, its value)
-        scalars = [(self.runtime[p][1], self.runtime[p][2]) if self.runtime[p][0] == "scalar"
-                   else (-1, self.runtime[p][1]) for p in scalar_params]
-        if any(self.runtime[p][0] == "tensor" for p in scalar_params):
-            return None
+        # (position among the call's values, NumPy type), or (-1, value) for a hidden
+        # layout parameter, which the key fixes
+        scalars = [(entry[1], entry[2]) if entry[0] == "scalar" else (-1, entry[1])
+                   for entry in entries]
         written_torch = [t.position for t in self.written_torch]
 
         def replay(values: tuple[Any, ...]) -> bool:
@@ -227,8 +226,7 @@ class LaunchRecipe:
                     if i != s and np.may_share_memory(written, other):
                         return False
             plan.run([convert(values[position]) if position >= 0 else convert
-                 for position, convert in scalars],
-                [buffers[i] for i in picks])
+                      for position, convert in scalars], [buffers[i] for i in picks])
             for position in written_torch:  # autograd sees the writes
                 mark_written(values[position])
             return True

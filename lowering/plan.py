@@ -155,6 +155,7 @@ class Recorder:
         # element lo (a broadcast scalar operand)
         self.runs: dict[int, tuple[int, int] | None] = {}
         self.block = 0  # lanes per row of the access block
+        self.lengths: set[int] = set()  # block lengths of the accesses seen
 
     def before(self, op: Op, frame: Any) -> None:
         """Called by the interpreter before it runs ``op`` on ``frame``."""
@@ -173,6 +174,7 @@ class Recorder:
             if isinstance(mask, LaneMask) and mask.all_true():
                 mask = None
             length = op.value.shape[0] if _is_store(op) else op.result.shape[0]
+            self.lengths.add(length)
             self.block = length
             if _is_load(op) and mask is None and isinstance(offset, np.ndarray) \
                     and offset.size == 1:  # the interpreter's scalar load
@@ -189,6 +191,8 @@ class Recorder:
             return None  # an op never ran (an empty loop) or ran per chunk
         if any(run is None for run in self.runs.values()):
             return None
+        if len(self.lengths) != 1:
+            return None  # blocks of different lengths: lanes do not line up by position
         access_rows = {self.rows[id(op)] for op in form.ops if _is_access(op)}
         if len(access_rows) != 1:
             return None
@@ -274,7 +278,8 @@ def _compile(form: FlatForm, rec: Recorder, rows: int, block: int) -> Plan | Non
     # the padding lanes past them cannot reach memory, and a load whose run covers
     # them all is a view of its buffer instead of a padded copy.
     total = max(rec.runs[id(op)][1] for op in form.ops if _is_store(op))  # type: ignore[index]
-    assert total <= rows * block
+    if total > rows * block:
+        return None  # not one lane per element of the (rows, block) batch
     registers: dict[int, int] = {}
     dtypes: dict[int, np.dtype] = {}  # each register's dtype, known while compiling
     params: list[tuple[int, int]] = []

@@ -235,3 +235,21 @@ def test_a_replayed_call_that_aliases_its_output_is_interpreted_correctly(replay
     add_kernel[(2,)](x, y, x, 96, BLOCK=64)  # same key; out is x itself
     np.testing.assert_array_equal(x, np.arange(96, dtype=np.float32) + 1)
     assert replays["n"] == before, "an output aliasing an input is never replayed"
+
+
+@dsl.jit
+def two_lengths(x, y, out, A: dsl.constexpr, B: dsl.constexpr):
+    """Two independent copies with blocks of different lengths (a concatenation)."""
+    i = dsl.arange(0, A)
+    dsl.store(out, i, dsl.load(x, i))
+    j = dsl.arange(0, B)
+    dsl.store(out, A + j, dsl.load(y, j) * 2.0)
+
+
+def test_accesses_of_different_lengths_get_no_plan_and_stay_right(replays):
+    x, y = np.arange(64, dtype=np.float32), np.arange(16, dtype=np.float32)
+    for _ in range(3):
+        out = np.zeros(80, np.float32)
+        two_lengths[(1,)](x, y, out, A=64, B=16)
+        np.testing.assert_array_equal(out, np.concatenate([x, 2 * y]))
+    assert replays["n"] == 0
