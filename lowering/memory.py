@@ -382,8 +382,13 @@ def load(buffer: np.ndarray, offset: object, mask: object | None, other: object 
         if count == total:
             out = data.reshape(shape)
             return out.copy() if copy else out
-        flat = _filled(shape, buffer.dtype, other, allocate).reshape(-1)
+        flat = allocate(shape, buffer.dtype).reshape(-1)
         flat[:count] = data
+        fill = 0 if other is None else materialize(other)
+        if np.size(fill) == 1:  # the lanes past the run hold ``other``
+            flat[count:] = np.reshape(fill, -1)[0] if np.ndim(fill) else fill
+        else:
+            flat[count:] = np.broadcast_to(fill, shape).reshape(-1)[count:]
         return flat.reshape(shape)
     off = materialize(offset)
     if mask is None:
