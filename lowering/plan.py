@@ -219,6 +219,7 @@ class _Source:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
+        self.text = ""  # the whole function, once ``function`` compiled it
         self.names: dict[str, Any] = {"ignore_fp_errors": ignore_fp_errors,
                                       "asarray": np.asarray, "empty": np.empty,
                                       "cast_array": cast_array}
