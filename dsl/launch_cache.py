@@ -16,7 +16,8 @@ a plan that any launch with the same recipe, grid and scalar values may run
 (``lowering.plan``; the interpreter offers one for flat kernels). Later calls then
 compute ``replay_key`` (grid, scalars bit for bit) and run the plan straight from
 their values (``direct``): no ``Launch`` and no views are built. A stored tensor
-sharing memory with another argument sends the call down the full path.
+sharing memory with another argument, or a pointer-addressed tensor whose memory
+ends before an access of the plan, sends the call down the full path.
 
 A call the key cannot describe (an unhashable or unusual argument, a tensor on a
 device, a kernel whose argument binding is customised) gets ``None`` and always
@@ -155,13 +156,28 @@ class TensorRecipe:
 
     def buffer_of(self, value: Any) -> np.ndarray:
         """The flat kernel buffer of this argument's ``value`` in a call with the
-        recipe's key (a pointer-addressed tensor extends it: ``kernel_memory``)."""
+        recipe's key: for a pointer-addressed tensor, the memory a pointer to it may
+        address (``TensorView.kernel_memory``), which depends on its allocation."""
+        if self.through_pointers:
+            if self.contiguous_array and value.base is None:  # owns its memory: all of it
+                return value.reshape(-1)
+            return self.view_of(value).kernel_memory()
         if self.contiguous_array:  # fixed by the key: a C-contiguous NumPy array
             return value.reshape(-1)
         if self.scalar_array:  # a NumPy array broadcast from one element
             return value[self.corner].reshape(1)
         view = as_view(value)
         return view.buffer[view.base + self.span[0]:view.base + self.span[1]]
+
+    def view_of(self, value: Any) -> TensorView:
+        """The view of this argument's ``value`` in a call with the recipe's key."""
+        if self.contiguous_array:
+            return TensorView(value.reshape(-1), self.dtype, self.shape, self.view_strides, 0,
+                              value)
+        if self.scalar_array:
+            return TensorView(value[self.corner].reshape(1), self.dtype, self.shape,
+                              self.view_strides, 0, value)
+        return as_view(value)
 
 
 @dataclass(frozen=True)
@@ -201,12 +217,12 @@ class LaunchRecipe:
         ``plan.run(scalars, buffers)`` (a ``lowering.plan.Plan``, whose ``params`` and
         ``tensors`` name positions in ``function.params``). The call returns False,
         running nothing, when a stored tensor shares memory with another argument
-        (the full path then reports the overlap or interprets the alias). None when
-        a tensor is addressed through pointers (its memory extent is not fixed by
-        the key)."""
+        (the full path then reports the overlap or interprets the alias), or when a
+        pointer-addressed tensor's memory, which depends on its allocation, ends
+        before an access of the plan (the full path then reports it). None when the
+        plan reads a tensor as a scalar."""
         entries = [self.runtime[position] for _, position in plan.params]
-        if any(t.through_pointers for t in self.tensors) or \
-                any(entry[0] == "tensor" for entry in entries):
+        if any(entry[0] == "tensor" for entry in entries):
             return None
         tensors = self.tensors
         by_name = {t.name: i for i, t in enumerate(tensors)}
@@ -217,9 +233,15 @@ class LaunchRecipe:
         scalars = [(entry[1], entry[2]) if entry[0] == "scalar" else (-1, entry[1])
                    for entry in entries]
         written_torch = [t.position for t in self.written_torch]
+        # (index among the tensors, elements the plan's accesses need) per pointer tensor
+        reaches = [(pick, end) for pick, end in zip(picks, plan.ends)
+                   if tensors[pick].through_pointers]
 
         def replay(values: tuple[Any, ...]) -> bool:
             buffers = [t.buffer_of(values[t.position]) for t in tensors]
+            for i, end in reaches:
+                if buffers[i].shape[0] < end:
+                    return False
             for s in stored:
                 written = buffers[s]
                 for i, other in enumerate(buffers):
@@ -241,14 +263,13 @@ class LaunchRecipe:
         bound: dict[str, BoundTensor] = {}
         for t in self.tensors:
             value = values[t.position]
-            if t.contiguous_array or t.scalar_array:
-                buffer = t.buffer_of(value)
-                view = TensorView(buffer, t.dtype, t.shape, t.view_strides, 0, value)
-            else:
-                view = as_view(value)
-                buffer = view.buffer[view.base + t.span[0]:view.base + t.span[1]]
+            view = t.view_of(value)
             if t.through_pointers:
                 buffer = view.kernel_memory()
+            elif t.contiguous_array or t.scalar_array:
+                buffer = view.buffer
+            else:
+                buffer = view.buffer[view.base + t.span[0]:view.base + t.span[1]]
             bound[t.name] = BoundTensor(t.name, view, buffer, t.sizes, t.strides, t.base)
         for t in self.tensors:
             if not t.stored:

@@ -260,6 +260,7 @@ class Plan:
     function: Callable[[list[Any], list[np.ndarray]], None]
     params: list[tuple[int, int]]  # (register, position in launch.args)
     tensors: list[int]  # positions in launch.args of the tensors, by plan tensor index
+    ends: list[int]  # per plan tensor: one past the last element its accesses touch
 
     def execute(self, launch: Launch) -> None:
         """Replay the plan on a prepared launch."""
@@ -289,6 +290,7 @@ def _compile(form: FlatForm, rec: Recorder, rows: int, block: int) -> Plan | Non
     tensor_index: dict[str, int] = {}
     src = _Source()
     fills: dict[int, np.ndarray] = {}  # registers holding fixed values, for ``other``
+    ends: dict[int, int] = {}  # plan tensor -> one past the last element accessed
 
     def reg_of(v: Value) -> int | None:
         reg = registers.get(v.uid)
@@ -330,6 +332,7 @@ def _compile(form: FlatForm, rec: Recorder, rows: int, block: int) -> Plan | Non
             assert run is not None
             lo, count = run
             t = tensor_index[name]
+            ends[t] = max(ends.get(t, 0), lo + max(count, 1))
             if _is_store(op):
                 value = f"r{ins[0]}[0]" if ins[0] in uniform else f"r{ins[0]}[:{count}]"
                 src.line(f"b{t}[{lo}:{lo + count}] = {value}")
@@ -367,7 +370,8 @@ def _compile(form: FlatForm, rec: Recorder, rows: int, block: int) -> Plan | Non
         _emit_data_op(src, op, ins, out, [dtypes[r] for r in ins])
     function = src.function([(reg, src.bind(dtypes[reg], "d")) for reg, _ in params],
                             len(tensor_positions))
-    return Plan(src.text, function, params, tensor_positions)
+    return Plan(src.text, function, params, tensor_positions,
+                [ends[t] for t in range(len(tensor_positions))])
 
 
 def _emit_data_op(src: _Source, op: Op, ins: list[int], out: int,

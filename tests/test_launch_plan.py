@@ -253,3 +253,36 @@ def test_accesses_of_different_lengths_get_no_plan_and_stay_right(replays):
         two_lengths[(1,)](x, y, out, A=64, B=16)
         np.testing.assert_array_equal(out, np.concatenate([x, 2 * y]))
     assert replays["n"] == 0
+
+
+@dsl.jit
+def shifted_copy(x, out, n, SHIFT: dsl.constexpr, BLOCK: dsl.constexpr):
+    """Pointer arithmetic reading past the end of ``x``'s view, inside its allocation."""
+    i = dsl.arange(0, BLOCK)
+    dsl.store(out + i, dsl.load(x + i + SHIFT, mask=i < n), mask=i < n)
+
+
+def test_pointer_kernels_replay_and_still_check_the_memory_a_call_brings(monkeypatch,
+                                                                         replays):
+    from dsl.launch_cache import LaunchRecipe
+
+    prepared = {"n": 0}
+    original = LaunchRecipe.prepare
+
+    def counting(self, *args, **kwargs):
+        prepared["n"] += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(LaunchRecipe, "prepare", counting)
+    big = np.arange(128, dtype=np.float32)
+    for _ in range(4):
+        out = np.zeros(64, np.float32)
+        shifted_copy[(1,)](big[:64], out, 64, SHIFT=32, BLOCK=64)
+        np.testing.assert_array_equal(out, big[32:96])
+    assert replays["n"] >= 2 and prepared["n"] <= 1, \
+        "a pointer-addressed launch replays its plan straight from the call's values"
+    owned = np.arange(64, dtype=np.float32)  # the same key, but memory ends at 64
+    out = np.full(64, -1.0, np.float32)
+    with pytest.raises(dsl.OutOfBoundsError, match="'x'"):
+        shifted_copy[(1,)](owned, out, 64, SHIFT=32, BLOCK=64)
+    assert np.all(out == -1.0), "nothing is written"
