@@ -9,7 +9,9 @@ reduction "mean"):
   op         ``ops.binary_cross_entropy_backward`` on NumPy arrays
   op-torch   the same on CPU torch tensors
   aten       ``torch.ops.aten.binary_cross_entropy_backward`` (if torch is installed)
-and vector add at 1K (``examples/vector_add.py``'s ``add`` against ``x + y``).
+and vector add at 1K (``examples/vector_add.py``'s ``add`` against ``x + y``, and the
+same add written against ``triton.language`` with pointers, through
+``dsl.from_triton``, when triton is installed).
 Prints microseconds and the ratios the goals name: kernel <= 50 us and
 op / aten <= 5.
 
@@ -34,6 +36,20 @@ import ops  # noqa: E402
 from dsl.options import Options  # noqa: E402
 from lowering.interpreter import Interpreter  # noqa: E402
 from ops.bce_backward import bce_backward_kernel  # noqa: E402
+
+try:  # the same vector add written against triton.language (module level: its
+    # annotations are resolved in the module's globals)
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def triton_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+        mask = offsets < n
+        tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask)
+                 + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+except ImportError:
+    triton_add_kernel = None
 
 
 def best_of(fns: dict[str, Callable[[], object]], repeat: int, rounds: int
@@ -70,6 +86,7 @@ def candidates() -> dict[str, Callable[[], object]]:
         return g * (x - y) / d * np.float32(1.0 / n)
 
     small = rng.standard_normal(1024).astype(np.float32)
+    small_out = np.empty_like(small)
     fns: dict[str, Callable[[], object]] = {
         "kernel": lambda: bce_backward_kernel(*kernel_args, **flags),
         "interp": lambda: Interpreter(launch, options).run(),
@@ -78,6 +95,10 @@ def candidates() -> dict[str, Callable[[], object]]:
         "add 1K": lambda: ex_vector_add.add(small, small),
         "add 1K numpy": lambda: ex_vector_add.reference(small, small),
     }
+    triton_add = _triton_vector_add()
+    if triton_add is not None:  # the same add written against triton.language
+        fns["triton add 1K"] = lambda: triton_add[(1,)](small, small, small_out, small.size,
+                                                        BLOCK_SIZE=1024)
     try:
         import torch
     except ImportError:
@@ -86,6 +107,16 @@ def candidates() -> dict[str, Callable[[], object]]:
     fns["op-torch"] = lambda: ops.binary_cross_entropy_backward(gt, xt, yt)
     fns["aten"] = lambda: torch.ops.aten.binary_cross_entropy_backward(gt, xt, yt, None, 1)
     return fns
+
+
+def _triton_vector_add() -> object | None:
+    """Triton's tutorial-01 kernel, pointer arithmetic and all, through
+    ``dsl.from_triton``; None without triton installed."""
+    if triton_add_kernel is None:
+        return None
+    from dsl import from_triton
+
+    return from_triton(triton_add_kernel)
 
 
 def main() -> None:
@@ -104,6 +135,9 @@ def main() -> None:
           f"{t['interp'] / t['kernel']:.1f}x faster than interpreting it; "
           f"{t['kernel'] / t['numpy']:.1f}x the NumPy formula")
     print(f"vector add 1K: {t['add 1K'] / t['add 1K numpy']:.1f}x NumPy")
+    if "triton add 1K" in t:
+        print(f"the same add as a Triton kernel (pointers): "
+              f"{t['triton add 1K'] / t['add 1K numpy']:.1f}x NumPy")
     if "aten" in t:
         print(f"op / aten: {t['op'] / t['aten']:.1f} (NumPy in/out), "
               f"{t['op-torch'] / t['aten']:.1f} (torch in/out); goal <= 5")
