@@ -73,6 +73,22 @@ def replays(monkeypatch):
     return count
 
 
+@pytest.fixture
+def prepares(monkeypatch):
+    """Counts the ``Launch`` objects launch recipes prepare (a replay builds none)."""
+    from dsl.launch_cache import LaunchRecipe
+
+    count = {"n": 0}
+    original = LaunchRecipe.prepare
+
+    def counting(self, *args, **kwargs):
+        count["n"] += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(LaunchRecipe, "prepare", counting)
+    return count
+
+
 def _fresh(kernel, args, kwargs, grid):
     """What a plain interpreter run (no recipe, no plan) writes for these arguments."""
     copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
@@ -199,19 +215,9 @@ def test_kernels_that_are_not_flat_get_no_plan():
     assert interpreter._facts(next(iter(add_kernel._cache.values()))).flat is not None
 
 
-def test_a_repeated_call_runs_its_plan_straight_from_the_call_values(monkeypatch, replays):
+def test_a_repeated_call_runs_its_plan_straight_from_the_call_values(prepares, replays):
     """The third call with the same recipe, grid and scalars builds no ``Launch``; a
     new scalar value takes the full path once, then replays too."""
-    from dsl.launch_cache import LaunchRecipe
-
-    prepared = {"n": 0}
-    original = LaunchRecipe.prepare
-
-    def counting(self, *args, **kwargs):
-        prepared["n"] += 1
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(LaunchRecipe, "prepare", counting)
     rng = np.random.default_rng(3)
     x = rng.standard_normal(4000).astype(np.float32)
     for n in (4000, 4000, 4000, 4000, 3999, 3999, 3999):
@@ -221,7 +227,7 @@ def test_a_repeated_call_runs_its_plan_straight_from_the_call_values(monkeypatch
         assert not out[n:].any()
     # calls 1-2 (and 5-6 for n=3999) may prepare a Launch while recipe and plan are
     # made; the others replay from the values
-    assert prepared["n"] <= 3
+    assert prepares["n"] <= 3
     assert replays["n"] >= 4
 
 
@@ -262,24 +268,13 @@ def shifted_copy(x, out, n, SHIFT: dsl.constexpr, BLOCK: dsl.constexpr):
     dsl.store(out + i, dsl.load(x + i + SHIFT, mask=i < n), mask=i < n)
 
 
-def test_pointer_kernels_replay_and_still_check_the_memory_a_call_brings(monkeypatch,
-                                                                         replays):
-    from dsl.launch_cache import LaunchRecipe
-
-    prepared = {"n": 0}
-    original = LaunchRecipe.prepare
-
-    def counting(self, *args, **kwargs):
-        prepared["n"] += 1
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(LaunchRecipe, "prepare", counting)
+def test_pointer_kernels_replay_and_still_check_the_memory_a_call_brings(prepares, replays):
     big = np.arange(128, dtype=np.float32)
     for _ in range(4):
         out = np.zeros(64, np.float32)
         shifted_copy[(1,)](big[:64], out, 64, SHIFT=32, BLOCK=64)
         np.testing.assert_array_equal(out, big[32:96])
-    assert replays["n"] >= 2 and prepared["n"] <= 1, \
+    assert replays["n"] >= 2 and prepares["n"] <= 1, \
         "a pointer-addressed launch replays its plan straight from the call's values"
     owned = np.arange(64, dtype=np.float32)  # the same key, but memory ends at 64
     out = np.full(64, -1.0, np.float32)
