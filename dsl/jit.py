@@ -312,18 +312,17 @@ class JITFunction(InlinableKernel):
             recipe = self._recipes.get(key) if key is not None else None
         except TypeError:  # an unhashable constexpr: the full path reports it
             key, shape, recipe = None, None, None
+        values = (*args, *kwargs.values())  # in the call's order: recipes index it
         replay_key = None
         try:
             if recipe is not None:  # a call shape seen before: only this call's parts
-                values = (*args, *kwargs.values())
                 replay_key = recipe.replay_key(values, grid, self)
                 replay = recipe.replays.get(replay_key)
                 if replay is not None and _PLANS.get() is None and replay(values):
                     return  # replayed the executor's plan for this key and scalars
                 executor = recipe.executor  # the options are part of the key
-                launch = recipe.prepare(self, args, kwargs, grid)
-                torch_tensors = {t.name: (*args, *kwargs.values())[t.position]
-                                 for t in recipe.written_torch}
+                launch = recipe.prepare(self, values, grid)
+                torch_tensors = {t.name: values[t.position] for t in recipe.written_torch}
             else:
                 binding = self.bind_arguments(args, kwargs)
                 device = binding.device
@@ -338,8 +337,8 @@ class JITFunction(InlinableKernel):
                 torch_tensors = {name: tensor for name, tensor in binding.torch_tensors.items()
                                  if name in written}
                 if key is not None and shape is not None:
-                    recipe = self._remember(key, shape, (*args, *kwargs.values()), launch,
-                                            binding, grid, options)
+                    recipe = self._remember(key, shape, values, launch, binding, grid,
+                                            options)
                     if recipe is not None:  # later launches will carry the same hint
                         launch = dataclasses.replace(launch, proof_hint=recipe.proof_hint(
                             launch.args, launch.tensors, launch.grid))
@@ -353,8 +352,7 @@ class JITFunction(InlinableKernel):
         for tensor in torch_tensors.values():  # autograd sees the writes
             mark_written(tensor)
         if recipe is not None:
-            self._offer_replay(recipe, (*args, *kwargs.values()), grid, launch, executor,
-                               options, replay_key)
+            self._offer_replay(recipe, values, grid, launch, executor, options, replay_key)
 
     def _offer_replay(self, recipe: LaunchRecipe, values: tuple[Any, ...], grid: Grid | None,
                       launch: Launch, executor: Any, options: Options,

@@ -254,12 +254,11 @@ class LaunchRecipe:
             return True
         return replay
 
-    def prepare(self, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-                grid: Any) -> Launch:
-        """The ``Launch`` of a call with this recipe's key."""
+    def prepare(self, kernel: Any, values: tuple[Any, ...], grid: Any) -> Launch:
+        """The ``Launch`` of a call with this recipe's key, from the call's positional
+        then keyword values."""
         from dsl.jit import BoundTensor, Launch
 
-        values = (*args, *kwargs.values())
         bound: dict[str, BoundTensor] = {}
         for t in self.tensors:
             value = values[t.position]
