@@ -16,6 +16,7 @@ import dsl
 from ops.chips import resolve_chip
 from ops.kernel_parts import store_gradient
 from ops.launch import mark_written, operand, result, scale_of, unaliased
+from ops.tensors import host_array
 from ops.validation import Checked, check_bce_backward
 
 EPSILON = 1e-12  # PyTorch's and CANN's clamp of x * (1 - x)
@@ -61,8 +62,10 @@ def binary_cross_entropy_backward(grad_output: Any, input: Any, target: Any, wei
     arguments raise ``ops.AclnnError`` with the spec's status, before anything is
     computed or written.
     """
+    kind = input  # the result's kind (NumPy or torch)
+    grad_output, input, target, weight = map(host_array, (grad_output, input, target, weight))
     checked = check_bce_backward(grad_output, input, target, weight, reduction, out,
                                  resolve_chip())
-    res, out_view = result(out, input, checked)
+    res, out_view = result(out, kind, checked)
     run(checked, grad_output, input, target, weight, out_view)
     return res if out is None else mark_written(res)  # a new result has no readers yet

@@ -19,6 +19,7 @@ from ops import reduction as red
 from ops.chips import resolve_chip
 from ops.kernel_parts import store_loss
 from ops.launch import mark_written, operand, result, unaliased
+from ops.tensors import host_array
 from ops.validation import BCE_FORWARD, Checked, validate
 
 LOG_CLAMP = -100.0  # PyTorch's clamp of each log term
@@ -89,9 +90,11 @@ def binary_cross_entropy(input: Any, target: Any, weight: Any = None, reduction:
     """The BCE loss of probabilities ``input`` against ``target`` (same shape);
     ``weight`` broadcasts to input's shape. Same tensor kinds and error contract as
     the backward operators; "mean"/"sum" return a 0-d tensor."""
+    kind = input  # the result's kind (NumPy or torch)
+    input, target, weight = map(host_array, (input, target, weight))
     checked = check(input, target, weight, reduction, out)
     shape = checked.shape if checked.reduction == 0 else ()
-    res, out_view = result(out, input, checked, shape)
+    res, out_view = result(out, kind, checked, shape)
     workspace = np.empty(red.workspace_bytes(checked.numel, checked.reduction), np.uint8)
     run(checked, input, target, weight, out_view, workspace)
     return res if out is None else mark_written(res)  # a new result has no readers yet

@@ -27,6 +27,7 @@ import dsl
 from ops.chips import resolve_chip
 from ops.kernel_parts import store_gradient
 from ops.launch import mark_written, operand, result, scale_of, unaliased
+from ops.tensors import host_array
 from ops.validation import BCE_WITH_LOGITS_BACKWARD, Checked, check_bce_with_logits_target_backward, validate
 
 INF = float("inf")
@@ -89,9 +90,12 @@ def binary_cross_entropy_with_logits_target_backward(
     (``out`` must match it). Same tensor kinds, dtypes, ranks and error contract as
     ``binary_cross_entropy_backward``.
     """
+    kind = input  # the result's kind (NumPy or torch)
+    grad_output, input, target, weight, pos_weight = map(
+        host_array, (grad_output, input, target, weight, pos_weight))
     checked = check_bce_with_logits_target_backward(grad_output, input, target, weight,
                                                     pos_weight, reduction, out, resolve_chip())
-    res, out_view = result(out, input, checked)
+    res, out_view = result(out, kind, checked)
     run_target_backward(checked, grad_output, input, weight, pos_weight, out_view)
     return res if out is None else mark_written(res)  # a new result has no readers yet
 
@@ -142,8 +146,11 @@ def binary_cross_entropy_with_logits_backward(
     """Gradient of ``binary_cross_entropy_with_logits`` w.r.t. ``input`` (the logits).
     ``target`` and ``out`` have input's shape, the result target's dtype; the other
     operands broadcast. Same tensor kinds and error contract as the other operators."""
+    kind = input  # the result's kind (NumPy or torch)
+    grad_output, input, target, weight, pos_weight = map(
+        host_array, (grad_output, input, target, weight, pos_weight))
     checked = check_input_backward(grad_output, input, target, weight, pos_weight, reduction,
                                    out)
-    res, out_view = result(out, input, checked)
+    res, out_view = result(out, kind, checked)
     run_input_backward(checked, grad_output, input, target, weight, pos_weight, out_view)
     return res if out is None else mark_written(res)  # a new result has no readers yet

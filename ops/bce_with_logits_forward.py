@@ -18,6 +18,7 @@ from ops.bce_forward import loss_launch
 from ops.chips import resolve_chip
 from ops.kernel_parts import store_loss
 from ops.launch import mark_written, operand, result
+from ops.tensors import host_array
 from ops.validation import BCE_WITH_LOGITS_FORWARD, Checked, validate
 
 
@@ -61,8 +62,10 @@ def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None
     """The BCE-with-logits loss of ``input`` (logits) against ``target`` (same shape);
     ``weight`` and ``pos_weight`` broadcast to input's shape. "mean"/"sum" return a
     0-d tensor; the result has input's dtype unless ``out`` says otherwise."""
+    kind = input  # the result's kind (NumPy or torch)
+    input, target, weight, pos_weight = map(host_array, (input, target, weight, pos_weight))
     checked = check(input, target, weight, pos_weight, reduction, out)
-    res, out_view = result(out, input, checked, checked.shape if checked.reduction == 0 else ())
+    res, out_view = result(out, kind, checked, checked.shape if checked.reduction == 0 else ())
     workspace = np.empty(red.workspace_bytes(checked.numel, checked.reduction), np.uint8)
     run(checked, input, target, weight, pos_weight, out_view, workspace)
     return res if out is None else mark_written(res)  # a new result has no readers yet

@@ -21,6 +21,19 @@ def is_tensor(obj: Any) -> bool:
     return isinstance(obj, (np.ndarray, np.generic)) or is_torch_tensor(obj)
 
 
+def host_array(obj: Any) -> Any:
+    """A CPU torch tensor as the NumPy array over its memory, when NumPy can hold its
+    dtype and layout; anything else unchanged (validation then names its problem).
+    The operators validate and launch on arrays: reading a torch tensor's dtype, shape
+    and device costs several times more than an array's, on every call."""
+    if obj is None or type(obj) is np.ndarray or not is_torch_tensor(obj) or not obj.is_cpu:
+        return obj
+    try:
+        return to_numpy(obj)
+    except (TypeError, RuntimeError):  # e.g. a float8 dtype, or a conjugate-bit view
+        return obj
+
+
 def dtype_of(obj: Any) -> DType | None:
     """The DSL dtype of a tensor, or None when it has none (e.g. int8, complex)."""
     try:

@@ -147,3 +147,25 @@ def test_reduction_spellings_agree():
 def test_torch_device_tensor_is_rejected_clearly(torch):
     meta = torch.zeros(2, 3, device="meta")
     expect(INVALID, BCE, t(), meta, t(), match="device")
+
+
+@pytest.mark.parametrize("make", [
+    lambda torch: torch.rand(2, 3).to(torch.float8_e4m3fn),  # NumPy has no such dtype
+    lambda torch: torch.rand(2, 3, dtype=torch.complex64).conj(),  # a conjugate-bit view
+], ids=["float8", "conjugate-view"])
+def test_torch_tensors_numpy_cannot_hold_get_the_dtype_error(torch, make):
+    # the operators validate CPU torch tensors as the NumPy arrays over their memory;
+    # one NumPy cannot hold is validated as a tensor, and its dtype is named
+    bad = make(torch)
+    name = str(bad.dtype).replace("torch.", "")
+    for op in (BCE, LOGITS):
+        expect(INVALID, op, torch.ones(2, 3), bad, torch.rand(2, 3), match=f"dtype {name}")
+
+
+def test_torch_operands_give_torch_results_of_their_dtype(torch):
+    x = torch.rand(2, 3, requires_grad=True)
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        xs = x.detach().to(dtype).clamp(0.05, 0.95)
+        res = BCE(torch.ones((), dtype=dtype), xs, torch.rand(2, 3).to(dtype))
+        assert isinstance(res, torch.Tensor) and res.dtype == dtype and res.shape == (2, 3)
+    assert isinstance(BCE(torch.ones(()), x, torch.rand(2, 3)), torch.Tensor)
