@@ -33,6 +33,7 @@ from dsl.errors import (
 from dsl.frontend import ScalarSpec, TensorSpec, tensor_spec
 from dsl.jit import JITFunction, jit
 from dsl.language import (  # composed math (dsl.mathlib)
+    PIPE,
     PropagateNan,
     abs,
     acos,
@@ -142,7 +143,12 @@ from dsl.language import (  # composed math (dsl.mathlib)
     static_print,
     static_range,
     store,
+    sub_vec_id,
+    sub_vec_num,
     sum,
+    sync_block_all,
+    sync_block_set,
+    sync_block_wait,
     tanh,
     tile_range,
     topk,
@@ -180,4 +186,5 @@ __all__ = [
     "isnan", "log10", "nearbyint", "nextafter", "relu", "signbit", "sinh", "trunc",
     "acos", "asin", "atan", "atan2", "broadcast", "topk", "lgamma", "gamma", "erfinv", "cyl_bessel_i0",
     "fast_dividef", "fast_expf", "finitef", "isfinite", "isfinited", "rint",
+    "PIPE", "sub_vec_id", "sub_vec_num", "sync_block_all", "sync_block_set", "sync_block_wait",
 ]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import builtins as pybuiltins
+import enum
 import inspect
 import linecache
 import math
@@ -36,7 +37,7 @@ from dsl import semantic as sem
 from dsl import semantic as sem_  # for handlers whose Triton signature has a ``sem`` argument
 from dsl.dtypes import DType
 from dsl.errors import DSLCompileError, SourceLoc
-from dsl.ir import Block, Function, Param, Type, Value, ViewType, verify
+from dsl.ir import SUB_BLOCK_PARAM, Block, Function, Param, Type, Value, ViewType, verify
 from dsl.layout import Layout
 from dsl.opdefs import elementwise
 from dsl.pointers import BlockPointer, Pointer
@@ -1281,6 +1282,46 @@ def _program_index(v: _Visitor, node: ast.AST, kind: str, axis: Any) -> Value:
     return sem.program_index(v.b, kind, _const_int(v, node, axis, "axis"))
 
 
+def _sub_vec_id(v: _Visitor) -> Value:
+    """The vector sub-block's index: a hidden parameter the launcher sets per pass."""
+    if v.b.sub_block is None:
+        v.b.sub_block = Value(Type(dt.int32), name=SUB_BLOCK_PARAM)
+    return v.b.sub_block
+
+
+_CUBE_VECTOR = ("cube", "vector")
+_SYNC_ALL_MODES = ("all_cube", "all_vector", "all", "all_sub_vector")
+
+
+def _event_id(v: _Visitor, node: ast.AST, kind: str, event_id: Any) -> None:
+    if isinstance(event_id, bool) or not isinstance(event_id, int) or not 0 <= event_id < 16:
+        raise v.error(node, f"{kind}() event_id must be a constexpr int from 0 to 15, "
+                            f"got {event_id!r}")
+
+
+def _sync_block(v: _Visitor, node: ast.AST, kind: str, sender: Any, receiver: Any,
+                event_id: Any, sender_pipe: Any, receiver_pipe: Any) -> None:
+    """``sync_block_set``/``sync_block_wait``: checked as triton-ascend checks them, then
+    dropped (a program's ops run in order here)."""
+    for role, unit in (("sender", sender), ("receiver", receiver)):
+        if unit not in _CUBE_VECTOR:
+            raise v.error(node, f"{kind}() {role} must be 'cube' or 'vector', got {unit!r}")
+    _event_id(v, node, kind, event_id)
+    for role, pipe in (("sender_pipe", sender_pipe), ("receiver_pipe", receiver_pipe)):
+        # triton-ascend's own PIPE enum is accepted as well as dsl.PIPE
+        if pipe is not None and not (isinstance(pipe, enum.Enum) and
+                                     pipe.name in lang.PIPE.__members__):
+            raise v.error(node, f"{kind}() {role} must be a PIPE member such as "
+                                f"PIPE.PIPE_MTE3, got {pipe!r}")
+
+
+def _sync_block_all(v: _Visitor, node: ast.AST, mode: Any, event_id: Any) -> None:
+    if mode not in _SYNC_ALL_MODES:
+        raise v.error(node, f"sync_block_all() mode must be one of "
+                            f"{', '.join(map(repr, _SYNC_ALL_MODES))}, got {mode!r}")
+    _event_id(v, node, "sync_block_all", event_id)
+
+
 def _keep_dims(v: _Visitor, result: Any, axis: int, keep_dims: Any) -> Any:
     if not keep_dims:
         return result
@@ -1393,6 +1434,11 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "sort": lambda v, node, ptr, dim, descending: sem.sort(v.b, ptr, dim, descending),
     "topk": lambda v, node, input, k, dim: sem.topk(v.b, input, k, dim),
     "debug_barrier": lambda v, node: None,
+    "sub_vec_id": lambda v, node: _sub_vec_id(v),
+    "sub_vec_num": lambda v, node: lang.SUB_VECTOR_BLOCKS,
+    "sync_block_set": lambda v, node, **args: _sync_block(v, node, "sync_block_set", **args),
+    "sync_block_wait": lambda v, node, **args: _sync_block(v, node, "sync_block_wait", **args),
+    "sync_block_all": lambda v, node, mode, event_id: _sync_block_all(v, node, mode, event_id),
     "multibuffer": lambda v, node, src, size: None,
     "assume": lambda v, node, cond: None,
     "compile_hint": lambda v, node, ptr, hint_name, hint_val: None,
@@ -1424,6 +1470,9 @@ def build_ir(src: KernelSource, specs: dict[str, ArgSpec]) -> Function:
             hidden.extend(extra)
             scope[p.name] = view
     params = user_params + hidden
+    if any(p.user_name == SUB_BLOCK_PARAM for p in params):
+        raise DSLCompileError(f"parameter name {SUB_BLOCK_PARAM!r} is reserved (the hidden "
+                              "parameter sub_vec_id() reads)", src.loc(src.tree), src.name)
     body = builder.block
     body.args = [p.value for p in params]
     visitor = _Visitor(src, builder, scope)
@@ -1433,6 +1482,9 @@ def build_ir(src: KernelSource, specs: dict[str, ArgSpec]) -> Function:
         if ret.value is not None:
             raise DSLCompileError("a kernel cannot return a value; store it instead",
                                   builder.loc, src.name) from None
+    if builder.sub_block is not None:  # the last parameter, set per pass by the launcher
+        params.append(Param(builder.sub_block, "sub_block", SUB_BLOCK_PARAM))
+        body.args.append(builder.sub_block)
     key = tuple((name, str(spec)) for name, spec in specs.items())
     fn = Function(src.name, params, body, src.file, key, builder.grid_use)
     verify(fn)

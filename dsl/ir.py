@@ -348,6 +348,10 @@ def _describe(defn: OpDef) -> str:
     return " ".join(parts)
 
 
+# The name of the hidden parameter that holds sub_vec_id() (reserved for kernels).
+SUB_BLOCK_PARAM = "dsl_sub_vec_id"
+
+
 @dataclass(frozen=True)
 class Param:
     """A kernel parameter: the block argument plus how the launcher fills it.
@@ -355,7 +359,9 @@ class Param:
     ``role`` is ``"tensor"`` or ``"scalar"`` for user arguments, and for hidden ones
     ``"size"``, ``"stride"`` or ``"base"`` of the coalesced view of tensor ``of``
     (dimension ``dim``), or ``"dim"``/``"dim_stride"``: the caller's own shape and stride
-    of dimension ``dim`` (``x.shape[i]``, ``x.stride(i)``).
+    of dimension ``dim`` (``x.shape[i]``, ``x.stride(i)``), or ``"sub_block"``: the
+    int32 vector sub-block index ``sub_vec_id()`` reads, always the last parameter and
+    set by the launcher, which runs the grid once per sub-block.
     """
 
     value: Value
@@ -393,6 +399,12 @@ class Function:
     def tensors_written(self) -> frozenset[str]:
         """Names of the tensor parameters some op writes (stores and atomics)."""
         return frozenset(op.tensor for op in self.walk() if op.defn.writes_memory)
+
+    @property
+    def sub_blocks(self) -> bool:
+        """True when the kernel reads ``sub_vec_id()``: its last parameter is the
+        sub-block index, and a launch runs the grid once per sub-block."""
+        return bool(self.params) and self.params[-1].role == "sub_block"
 
     def tensors_through_pointers(self) -> frozenset[str]:
         """Names of the tensor parameters some op addresses through a pointer."""

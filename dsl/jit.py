@@ -44,6 +44,7 @@ from dsl.frontend import (
     build_ir,
 )
 from dsl.ir import Function, Param
+from dsl.language import SUB_VECTOR_BLOCKS
 from dsl.launch_cache import (
     RECIPES_PER_KERNEL,
     CallShape,
@@ -348,7 +349,7 @@ class JITFunction(InlinableKernel):
         if plans is not None:  # inside planning(): record, do not run
             plans.append(launch)
             return
-        executor.run(launch, options)
+        run_sub_blocks(lambda one: executor.run(one, options), launch)
         for tensor in torch_tensors.values():  # autograd sees the writes
             mark_written(tensor)
         if recipe is not None:
@@ -360,6 +361,8 @@ class JITFunction(InlinableKernel):
         """After a launch with a recipe ran: ask the executor for a plan that later
         calls with the same recipe and replay key may run straight from their values
         (``LaunchRecipe.direct``), and remember the answer."""
+        if launch.function.sub_blocks:
+            return  # a plan holds one pass: such launches take the prepared path
         if replay_key is None:
             replay_key = recipe.replay_key(values, grid, self)
         if replay_key in recipe.replays:
@@ -483,6 +486,8 @@ class JITFunction(InlinableKernel):
                 runtime.append(tensors[param.user_name])
             elif param.role == "scalar":
                 runtime.append(param.value.dtype.np.type(values[param.user_name]))
+            elif param.role == "sub_block":
+                runtime.append(np.int32(0))  # run_sub_blocks sets it per pass
             else:
                 runtime.append(param.value.dtype.np.type(
                     hidden_value(values[param.of or ""], param)))
@@ -517,6 +522,27 @@ class JITFunction(InlinableKernel):
             raise self._def_error(f"grid must be 1 to 3 positive integers, got {grid!r}")
         dims = tuple(int(g) for g in dims) + (1,) * (3 - len(dims))
         return dims  # type: ignore[return-value]
+
+
+def run_sub_blocks(run: Callable[[Launch], None], launch: Launch) -> None:
+    """``run(launch)``, or, for a kernel that reads ``sub_vec_id()``, ``run`` once per
+    vector sub-block with the index as the last argument (triton-ascend's interpreter
+    runs such kernels the same way). All or nothing across the passes: when one fails,
+    the tensors the kernel writes get back what they held before the first."""
+    if not launch.function.sub_blocks:
+        run(launch)
+        return
+    written = [launch.tensors[name].buffer for name in sorted(launch.function.tensors_written())]
+    saved = [buffer.copy() for buffer in written]
+    try:
+        for index in range(SUB_VECTOR_BLOCKS):
+            # no proof hint: the index moves the addresses, so each pass is proved
+            run(dataclasses.replace(launch, args=(*launch.args[:-1], np.int32(index)),
+                                    proof_hint=None))
+    except BaseException:
+        for buffer, before in zip(written, saved):
+            np.copyto(buffer, before)
+        raise
 
 
 def _execution_backend(options: Options) -> Any:

@@ -8,6 +8,7 @@ they only have meaning inside a kernel.
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 from dsl.dtypes import DType
@@ -35,6 +36,26 @@ class PropagateNan:  # noqa: N801 - Triton's spelling
 
     NONE = 0
     ALL = 0xFFFF
+
+
+class PIPE(enum.Enum):  # noqa: N801 - triton-ascend's spelling
+    """The AI core pipes a ``sync_block_set``/``sync_block_wait`` pair names (scalar,
+    vector, cube, the memory-transfer engines, fixpipe). Accepted for the device's
+    sake: a program's ops run in order here, so no pipe needs waiting for."""
+
+    PIPE_S = 0
+    PIPE_V = 1
+    PIPE_M = 2
+    PIPE_MTE1 = 3
+    PIPE_MTE2 = 4
+    PIPE_MTE3 = 5
+    PIPE_ALL = 6
+    PIPE_FIX = 7
+
+
+# Vector sub-blocks per AI core: the 1:2 cube-to-vector ratio of Atlas A2/A3, the
+# chips this project targets (``sub_vec_num()``).
+SUB_VECTOR_BLOCKS = 2
 
 
 def _outside(name: str) -> RuntimeError:
@@ -328,6 +349,49 @@ def assume(cond: Any) -> Any:
 def compile_hint(ptr: Any, hint_name: str, hint_val: Any = None) -> Any:
     """triton-ascend's hint to its compiler about a value: accepted, no effect."""
     raise _outside("compile_hint")
+
+
+@builtin
+def sub_vec_id() -> Any:
+    """triton-ascend's index of the vector sub-block running this program (int32
+    scalar, 0 to ``sub_vec_num() - 1``). On the device a mixed kernel's cube part runs
+    once per AI core and its vector part on each of the core's vector sub-blocks. Here
+    a launch of a kernel that calls it runs the whole grid once per sub-block, in
+    order (sub-block 0, then 1), as triton-ascend's own interpreter does; a failure in
+    any pass leaves every tensor as it was."""
+    raise _outside("sub_vec_id")
+
+
+@builtin
+def sub_vec_num() -> Any:
+    """triton-ascend's number of vector sub-blocks per AI core, a constexpr: 2 (Atlas
+    A2/A3)."""
+    raise _outside("sub_vec_num")
+
+
+@builtin
+def sync_block_set(sender: Any, receiver: Any, event_id: Any, sender_pipe: Any = None,
+                   receiver_pipe: Any = None) -> Any:
+    """triton-ascend's signal from the cube to the vector unit or back (``sender`` and
+    ``receiver`` are "cube" or "vector", ``event_id`` a constexpr 0-15, the pipes
+    ``PIPE`` members). Checked and accepted: a program's ops already run in order."""
+    raise _outside("sync_block_set")
+
+
+@builtin
+def sync_block_wait(sender: Any, receiver: Any, event_id: Any, sender_pipe: Any = None,
+                    receiver_pipe: Any = None) -> Any:
+    """The wait matching ``sync_block_set``: checked and accepted, as it is."""
+    raise _outside("sync_block_wait")
+
+
+@builtin
+def sync_block_all(mode: Any, event_id: Any) -> Any:
+    """triton-ascend's barrier across all cube and/or vector cores (``mode`` one of
+    "all_cube", "all_vector", "all", "all_sub_vector"; ``event_id`` a constexpr 0-15).
+    Checked and accepted: programs here are independent, as the rest of the language
+    assumes."""
+    raise _outside("sync_block_all")
 
 
 @builtin

@@ -111,10 +111,13 @@ def translate(obj: Any) -> Any:
 def missing_attribute(module: types.ModuleType, name: str) -> Any:
     """The DSL builtin a Triton kernel means by ``module.name`` when the installed
     Triton's module lacks it (newer triton-ascend libdevice functions such as
-    ``fast_expf``, ``isfinited`` or ``rint`` on the 3.2 wheel), or None."""
+    ``fast_expf``, ``isfinited`` or ``rint`` on the 3.2 wheel, and its Ascend extension's
+    ``sub_vec_id``, ``sub_vec_num`` and ``PIPE``), or None."""
     if not module.__name__.startswith("triton."):
         return None
     target = getattr(lang, name, None)
+    if name == "PIPE":  # triton-ascend 3.5's pipe enum (sync_block_set/wait arguments)
+        return target
     return target if getattr(target, "__dsl_builtin__", False) else None
 
 

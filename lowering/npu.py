@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from dsl.backends import get_backend
 from dsl.errors import DSLLaunchError
 from dsl.frontend import ConstSpec
+from dsl.language import SUB_VECTOR_BLOCKS
 from dsl.options import Options
 from dsl.targets import get_target
 from lowering.compiler import import_kernel
@@ -50,4 +51,8 @@ def launch(kernel: JITFunction, binding: Binding, grid: Any, options: Options) -
                if hasattr(view, "tensor")}
     call = kernel.runtime_arguments(fn, binding.values, tensors)
     jit_fn = import_kernel(lowered.source_path, lowered.generated.name)
-    jit_fn[grid3](*call)
+    if not fn.sub_blocks:
+        jit_fn[grid3](*call)
+        return
+    for index in range(SUB_VECTOR_BLOCKS):  # sub_vec_id(): the grid once per sub-block
+        jit_fn[grid3](*call[:-1], index)

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import types
 
 import numpy as np
 import pytest
@@ -541,3 +542,26 @@ def test_a_subscript_with_fewer_indices_keeps_the_trailing_axes_whole():
 
     with pytest.raises(dsl.DSLCompileError, match="too many indices: 2 ':' for a block of 1"):
         too_many(x, out)
+
+
+# stands for triton-ascend 3.5's triton.language.extra.cann.extension, which the
+# installed 3.2 wheel does not have (the peer suite's harness aliases that module)
+cann_extension = types.ModuleType("triton.language.extra.cann.extension")
+
+
+@triton.jit
+def sub_block_halves_kernel(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
+    al = cann_extension
+    half = M // al.sub_vec_num()
+    rows = al.sub_vec_id() * half + tl.arange(0, half)
+    offs = rows[:, None] * N + tl.arange(0, N)[None, :]
+    al.sync_block_all("all_sub_vector", 0)
+    tl.store(out_ptr + offs, tl.exp(tl.load(x_ptr + offs)))
+
+
+def test_triton_kernels_get_the_cann_extension_names_the_wheel_lacks():
+    assert not hasattr(tl, "sub_vec_id"), "the installed wheel has it: test moot"
+    x = np.random.default_rng(5).standard_normal((4, 8)).astype(np.float32)
+    out = np.zeros_like(x)
+    dsl.from_triton(sub_block_halves_kernel)[(1,)](x, out, 4, 8)
+    np.testing.assert_allclose(out, np.exp(x.astype(np.float64)), rtol=2e-7)

@@ -6,13 +6,17 @@ builtins such as ``extract_slice``, ``insert_slice``, ``parallel``) and
 in ``triton.language`` and its libdevice in ``triton.language.extra.ascend``. When the
 installed Triton has no ``cann`` package, :func:`install` registers one whose
 ``extension`` resolves names in ``triton.language`` and whose ``libdevice`` is the
-wheel's Ascend libdevice. A name neither has raises an ``AttributeError`` that says
-so. Nothing happens when the real package exists.
+wheel's Ascend libdevice. Under ascend-dsl's runner (``DSL_TRITON_INTERPRET=1``) a
+name ``triton.language`` lacks resolves to ascend-dsl's builtin of that name where
+there is one (``sub_vec_id``, ``sub_vec_num``, ``PIPE``:
+``dsl.triton_compat.missing_attribute``). A name none has raises an
+``AttributeError`` that says so. Nothing happens when the real package exists.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import types
 from typing import Any
@@ -48,7 +52,14 @@ def install() -> bool:
         try:
             return getattr(tl, name)
         except AttributeError:
-            raise _missing(name) from None
+            pass
+        if os.environ.get("DSL_TRITON_INTERPRET") == "1":  # ascend-dsl's runner
+            from dsl.triton_compat import missing_attribute
+
+            found = missing_attribute(extension, name)
+            if found is not None:
+                return found
+        raise _missing(name)
 
     extension.__getattr__ = __getattr__
     cann.extension = extension
