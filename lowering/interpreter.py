@@ -81,7 +81,7 @@ from lowering.memory import (
     load,
 )
 from lowering.plan import FlatForm, Plan, Recorder, flat_form
-from lowering.prepass import index_slice
+from lowering.prepass import gather_slice, index_slice
 
 if TYPE_CHECKING:
     from dsl.jit import BoundTensor, Launch
@@ -179,6 +179,14 @@ class Interpreter:
         # Iterations and programs are independent unless the kernel reads what it writes.
         self.independent = not _overlaps(launch.tensors, facts.loaded, facts.stored)
         self.index_slice = facts.index_slice
+        # loads whose data decide other accesses' indices, run by the pre-pass itself
+        # (``gather_slice``): only while the tensors they read share no memory with one
+        # the launch writes, so that the pre-pass sees what the run will see
+        self.data_loads = facts.data_loads
+        if self.data_loads and any(
+                np.may_share_memory(launch.tensors[read].buffer, launch.tensors[written].buffer)
+                for read in facts.gather_tensors for written in facts.stored):
+            self.index_slice, self.data_loads = None, frozenset()
         self.proofs = facts.proofs
         self.wide_loads = facts.wide_loads
         self.widened: dict[str, np.ndarray | None] = {}  # tensor name -> float32 copy
@@ -209,8 +217,9 @@ class Interpreter:
 
     @property
     def chunk_elements(self) -> int:
-        # The pre-pass mostly handles lazy index blocks: take bigger batches.
-        return CHUNK_ELEMENTS * 16 if self.checking else CHUNK_ELEMENTS
+        # The pre-pass mostly handles lazy index blocks: take bigger batches (not when
+        # it loads index data, which takes as much memory as in the run).
+        return CHUNK_ELEMENTS * 16 if self.checking and not self.data_loads else CHUNK_ELEMENTS
 
     # -- entry
 
@@ -223,8 +232,9 @@ class Interpreter:
         # The proof depends only on the index computations: the grid, the scalar and
         # layout arguments and the tensors' sizes. A launch that repeats them (the
         # common case in a loop) reuses it instead of running the pre-pass again.
+        # (a proof that loaded index data holds for that data only: never kept)
         key = proof_key(self.launch, self.race_check, self.full_race)
-        proved = self.proofs.get(key)
+        proved = self.proofs.get(key) if not self.data_loads else None
         if proved is None:
             with ignore_fp_errors():
                 self.only = self.index_slice
@@ -234,9 +244,10 @@ class Interpreter:
                     self.only = None
             proved = (self.store_runs_provable,
                       {name: list(runs) for name, runs in self.store_runs.items()})
-            if len(self.proofs) >= PROOFS_PER_KERNEL:
-                self.proofs.pop(next(iter(self.proofs)))
-            self.proofs[key] = proved
+            if not self.data_loads:
+                if len(self.proofs) >= PROOFS_PER_KERNEL:
+                    self.proofs.pop(next(iter(self.proofs)))
+                self.proofs[key] = proved
         self.store_runs_provable = proved[0]
         self.store_runs = {name: list(runs) for name, runs in proved[1].items()}
         self.parallel = self._decide_parallel()
@@ -747,9 +758,9 @@ class Interpreter:
         index = frame.get(op.index)
         mask = frame.get(op.mask) if op.mask is not None else None
         check_bounds(self._site(op), index, mask, frame.pid)
-        if self.checking:
-            return
-        if self.full_race and op.tensor in self.stored:
+        if self.checking and id(op) not in self.data_loads:
+            return  # (a data load's value decides other indices: the pre-pass loads it)
+        if self.full_race and op.tensor in self.stored and not self.checking:
             self._track(op, frame, index, mask, write=False)
         offset = frame.get(op.offset)
         other = frame.get(op.other) if op.other is not None else None
@@ -764,7 +775,8 @@ class Interpreter:
         if id(op) in self.wide_loads:
             buffer = self._widened(op, tensor, frame.size)
         # a chunk's values die with it: its loads may reuse the previous chunk's buffers
-        allocate = functools.partial(scratch, id(op)) if frame.pooled else np.empty
+        allocate = functools.partial(scratch, id(op)) if frame.pooled and not self.checking \
+            else np.empty
         value = load(buffer, offset, mask, other, not self.independent, allocate)
         frame.set(op.result, value)
 
@@ -1065,6 +1077,8 @@ class _KernelFacts:
     loaded: frozenset[str]
     stored: frozenset[str]
     index_slice: set[int] | None
+    data_loads: frozenset[int]  # ids of the loads ``gather_slice`` put in the index slice
+    gather_tensors: frozenset[str]  # the tensors they read
     dying: dict[int, frozenset[int]]
     may_fail: bool  # runs checks (IO ops) that can fail mid-launch
     flat: FlatForm | None  # the kernel's flat form, when it has one (lowering.plan)
@@ -1085,10 +1099,15 @@ def _facts(fn: Function) -> _KernelFacts:
     facts = _FACTS.get(fn)
     if facts is None:
         indices = index_slice(fn)
+        data_loads: frozenset[int] = frozenset()
+        if indices is None and (gathered := gather_slice(fn)) is not None:
+            indices, data_loads = gathered
         may_fail = any(op.defn.effect is Effect.IO for op in fn.walk())
         facts = _KernelFacts(
-            fn.tensors_read(), fn.tensors_written(), indices, _last_uses(fn.body),
-            may_fail, None if may_fail else flat_form(fn, indices), _dot_operand_loads(fn))
+            fn.tensors_read(), fn.tensors_written(), indices, data_loads,
+            frozenset(op.tensor for op in fn.walk() if id(op) in data_loads),
+            _last_uses(fn.body), may_fail,
+            None if may_fail or data_loads else flat_form(fn, indices), _dot_operand_loads(fn))
         _FACTS[fn] = facts
     return facts
 

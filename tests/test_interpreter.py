@@ -378,7 +378,9 @@ def gather_tiles(src, perm, dst, n, BLOCK: dsl.constexpr):
         dsl.store(dst, i, dsl.load(src, dsl.load(perm, i, m), m), m)
 
 
-def test_deferred_mode_writes_nothing_when_a_late_tile_fails():
+def test_a_gather_writes_nothing_when_a_late_tile_fails():
+    # the pre-pass loads perm itself (``prepass.gather_slice``) and finds the bad index
+    # before anything is written
     n = 3_000_000  # several chunks
     src = np.arange(n, dtype=np.float32)
     perm = np.arange(n, dtype=np.int32)[::-1].copy()
@@ -390,6 +392,88 @@ def test_deferred_mode_writes_nothing_when_a_late_tile_fails():
     with pytest.raises(dsl.OutOfBoundsError, match=f"index {n} was accessed"):
         gather_tiles[(8,)](src, perm, dst, n, BLOCK=4096)
     assert np.all(dst == -1)
+
+
+def _interpreter(kernel, args, kwargs, grid):
+    from lowering.interpreter import Interpreter
+
+    return Interpreter(kernel.prepare(args, kwargs, grid))
+
+
+def test_the_pre_pass_loads_gather_indices_and_stores_go_straight_to_memory():
+    n = 5000
+    src, perm = np.arange(n, dtype=np.float32), np.arange(n, dtype=np.int32)[::-1].copy()
+    interp = _interpreter(gather_tiles, (src, perm, np.zeros(n, np.float32), n),
+                          {"BLOCK": 1024}, (4,))
+    assert interp.data_loads and interp.journal.mode == "direct"
+    assert interp.prove_in_bounds()
+
+
+def test_a_gather_proof_is_not_reused_for_other_index_data():
+    # proofs are cached by sizes and scalars; one that read index data must not be
+    n = 5000
+    src, perm = np.arange(n, dtype=np.float32), np.arange(n, dtype=np.int32)
+    dst = np.zeros(n, np.float32)
+    for _ in range(2):
+        gather_tiles[(4,)](src, perm, dst, n, BLOCK=1024)
+    np.testing.assert_array_equal(dst, src)
+    perm[1234] = -1
+    dst[:] = 5
+    with pytest.raises(dsl.OutOfBoundsError, match="index -1 was accessed"):
+        gather_tiles[(4,)](src, perm, dst, n, BLOCK=1024)
+    assert np.all(dst == 5)
+
+
+def test_gather_indices_sharing_memory_with_an_output_take_the_journal():
+    n = 4096
+    perm = np.arange(n, dtype=np.int32)[::-1].copy()  # also the output: each lane
+    src = np.arange(n, dtype=np.int32) * 3  # reads its index, then writes there
+    interp = _interpreter(gather_tiles, (src, perm, perm, n), {"BLOCK": 1024}, (4,))
+    assert interp.index_slice is None and interp.journal.mode != "direct"
+    gather_tiles[(4,)](src, perm, perm, n, BLOCK=1024)
+    np.testing.assert_array_equal(perm, src[::-1])
+
+
+@dsl.jit
+def scatter_tiles(src, perm, dst, n, BLOCK: dsl.constexpr):
+    for start in dsl.tile_range(0, n, BLOCK):
+        i = start + dsl.arange(0, BLOCK)
+        m = i < n
+        dsl.store(dst, dsl.load(perm, i, m), dsl.load(src, i, m), m)
+
+
+def test_data_dependent_store_indices_still_defer_their_stores():
+    n = 5000
+    src, perm = np.arange(n, dtype=np.float32), np.arange(n, dtype=np.int32)[::-1].copy()
+    dst = np.zeros(n, np.float32)
+    interp = _interpreter(scatter_tiles, (src, perm, dst, n), {"BLOCK": 1024}, (4,))
+    assert interp.index_slice is None and interp.journal.mode == "deferred"
+    perm[-1] = n
+    with pytest.raises(dsl.OutOfBoundsError):
+        scatter_tiles[(4,)](src, perm, dst, n, BLOCK=1024)
+    assert np.all(dst == 0)
+
+
+@dsl.jit
+def carried_gather(src, perm, out, n, BLOCK: dsl.constexpr):
+    # the gather index is carried by the loop: the pre-pass would need the loop's
+    # whole computation, so the launch keeps the journal
+    j = dsl.load(perm, dsl.arange(0, BLOCK))
+    acc = dsl.zeros((BLOCK,), dsl.float32)
+    for _ in range(0, n):
+        acc += dsl.load(src, j)
+        j = dsl.load(perm, j)
+    dsl.store(out, dsl.arange(0, BLOCK), acc)
+
+
+def test_indices_a_loop_carries_are_not_gathered_ahead():
+    perm = np.array([1, 2, 3, 0], np.int32)
+    src = np.array([1.0, 10.0, 100.0, 1000.0], np.float32)
+    out = np.zeros(4, np.float32)
+    interp = _interpreter(carried_gather, (src, perm, out, 3), {"BLOCK": 4}, (1,))
+    assert interp.index_slice is None
+    carried_gather[(1,)](src, perm, out, 3, BLOCK=4)
+    np.testing.assert_array_equal(out, [1110.0, 1101.0, 1011.0, 111.0])
 
 
 @dsl.jit
