@@ -774,6 +774,15 @@ class _Visitor:
                 return math.prod(base.shape)
             raise self.error(node, f"a tensor has no attribute '{attr}' (has .to, .dtype, "
                                    f".shape, .T, {', '.join('.' + m for m in _VALUE_METHODS)})")
+        if isinstance(base, ptrs.TensorDescriptor):
+            if attr in ("load", "store"):
+                return _Method(base, f"{attr}_tensor_descriptor")
+            if attr == "block_shape":
+                return base.block_shape
+            if attr in ("dtype", "type"):
+                return base.dtype
+            raise self.error(node, f"a tensor descriptor has no attribute '{attr}' (has "
+                                   ".load, .store, .block_shape, .dtype)")
         if isinstance(base, (Pointer, BlockPointer)):
             if attr in ("dtype", "type"):
                 return base.dtype
@@ -1203,6 +1212,16 @@ def _shifted(v: _Visitor, node: ast.AST, what: str, first: Any, second: Any, thi
     return first, second if second is not None else third
 
 
+def _descriptor_access(v: _Visitor, node: ast.AST, desc: Any, offsets: Any, value: Any
+                       ) -> Value | None:
+    """A tensor descriptor's block at ``offsets``: loaded (``value`` None, 0 outside the
+    parent) or stored, every dimension bounds-checked."""
+    bp, every_dim = ptrs.descriptor_block(v.b, desc, offsets)
+    if value is None:
+        return _load(v, node, bp, None, None, None, every_dim, "zero")
+    return _store(v, node, bp, None, value, None, every_dim)
+
+
 def _load(v: _Visitor, node: ast.AST, pointer: Any, index: Any, mask: Any, other: Any,
           boundary_check: Any, padding_option: Any) -> Value:
     if isinstance(pointer, BlockPointer):
@@ -1360,6 +1379,12 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "make_block_ptr": lambda v, node, base, shape, strides, offsets, block_shape, order:
     ptrs.make_block_ptr(v.b, base, shape, strides, offsets, block_shape, order),
     "advance": lambda v, node, base, offsets: ptrs.advance(v.b, base, offsets),
+    "make_tensor_descriptor": lambda v, node, base, shape, strides, block_shape:
+    ptrs.make_tensor_descriptor(v.b, base, shape, strides, block_shape),
+    "load_tensor_descriptor": lambda v, node, desc, offsets: _descriptor_access(
+        v, node, desc, offsets, None),
+    "store_tensor_descriptor": lambda v, node, desc, offsets, value: _descriptor_access(
+        v, node, desc, offsets, value),
     "where": lambda v, node, condition, x, y: sem.where(v.b, condition, x, y),
     "maximum": lambda v, node, x, y, propagate_nan: sem.extremum(v.b, "maximum", x, y,
                                                                  propagate_nan),

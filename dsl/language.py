@@ -145,6 +145,29 @@ def advance(base: Any, offsets: Any) -> Any:
 
 
 @builtin
+def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any) -> Any:
+    """Triton's tensor descriptor: a parent tensor of ``shape`` and ``strides``
+    (elements) at ``base``, read and written in ``block_shape`` blocks at any offsets
+    (``desc.load(offsets)``, ``desc.store(offsets, value)``). Every dimension is
+    bounds-checked: elements outside the parent read as 0 and are not written, as the
+    device's tensor-memory copies do. Expanded like a block pointer."""
+    raise _outside("make_tensor_descriptor")
+
+
+@builtin
+def load_tensor_descriptor(desc: Any, offsets: Any) -> Any:
+    """``desc.load(offsets)``: the block of ``desc`` at ``offsets`` (0 outside the parent)."""
+    raise _outside("load_tensor_descriptor")
+
+
+@builtin
+def store_tensor_descriptor(desc: Any, offsets: Any, value: Any) -> Any:
+    """``desc.store(offsets, value)``: write the block at ``offsets`` (the elements inside
+    the parent)."""
+    raise _outside("store_tensor_descriptor")
+
+
+@builtin
 def where(condition: Any, x: Any, y: Any) -> Any:
     """Elementwise ``x if condition else y``."""
     raise _outside("where")

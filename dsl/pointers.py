@@ -146,16 +146,59 @@ class BlockPointer:
         return self.origin.view.dtype
 
 
-def _operands(b: Builder, values: Any, what: str, rank: int | None) -> tuple[Operand, ...]:
+@dataclass(frozen=True)
+class TensorDescriptor:
+    """``make_tensor_descriptor``'s parent tensor, accessed in ``block_shape`` blocks."""
+
+    origin: Pointer
+    shape: tuple[Operand, ...]
+    strides: tuple[Operand, ...]
+    block_shape: tuple[int, ...]
+
+    @property
+    def view(self) -> ViewArg:
+        return self.origin.view
+
+    @property
+    def dtype(self) -> dt.DType:
+        return self.origin.view.dtype
+
+
+def make_tensor_descriptor(b: Builder, base: Any, shape: Any, strides: Any, block_shape: Any
+                           ) -> TensorDescriptor:
+    """A tensor descriptor: checked as ``make_block_ptr`` checks its arguments."""
+    blocks = as_tuple(block_shape)
+    rank = len(blocks)
+    bp = make_block_ptr(b, base, shape, strides, (0,) * rank, blocks,
+                        tuple(reversed(range(rank))))
+    return TensorDescriptor(bp.origin, bp.shape, bp.strides, bp.block_shape)
+
+
+def descriptor_block(b: Builder, desc: Any, offsets: Any) -> tuple[BlockPointer, tuple[int, ...]]:
+    """The block pointer of ``desc``'s block at ``offsets``, and every dimension to
+    bounds-check."""
+    if not isinstance(desc, TensorDescriptor):
+        raise b.error(f"expected a tensor descriptor (make_tensor_descriptor), got "
+                      f"{type(desc).__name__}")
+    rank = len(desc.block_shape)
+    bp = BlockPointer(desc.origin, desc.shape, desc.strides,
+                      _operands(b, offsets, "offsets", rank, "tensor descriptor access"),
+                      desc.block_shape,
+                      tuple(reversed(range(rank))))
+    return bp, tuple(range(rank))
+
+
+def _operands(b: Builder, values: Any, what: str, rank: int | None,
+              builtin: str = "make_block_ptr") -> tuple[Operand, ...]:
     items = as_tuple(values)
     for x in items:
         if isinstance(x, Value):
             if not x.dtype.is_int or x.dtype.is_bool or x.shape:
-                raise b.error(f"make_block_ptr() {what} must be integer scalars, got {x.type}")
+                raise b.error(f"{builtin}() {what} must be integer scalars, got {x.type}")
         elif isinstance(x, bool) or not isinstance(x, int):
-            raise b.error(f"make_block_ptr() {what} must be integers, got {x!r}")
+            raise b.error(f"{builtin}() {what} must be integers, got {x!r}")
     if rank is not None and len(items) != rank:
-        raise b.error(f"make_block_ptr() {what} has {len(items)} entries for a {rank}-d block")
+        raise b.error(f"{builtin}() {what} has {len(items)} entries for a {rank}-d block")
     return items
 
 

@@ -215,6 +215,57 @@ def test_block_pointer_without_boundary_check_is_bounds_checked():
     assert not out.any()
 
 
+# ----------------------------------------------------------------------------- tensor descriptors
+
+
+@dsl.jit
+def descriptor_copy(x_ptr, out_ptr, M, N, BM: dsl.constexpr, BN: dsl.constexpr):
+    src = dsl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    dst = dsl.make_tensor_descriptor(out_ptr, [M, N], [N, 1], [BM, BN])
+    offsets = [dsl.program_id(0) * BM, dsl.program_id(1) * BN]
+    tile = src.load(offsets)
+    dst.store(offsets, tile * 2.0)
+    dsl.store_tensor_descriptor(dst, offsets, dsl.load_tensor_descriptor(src, offsets) + tile)
+
+
+def test_tensor_descriptor_blocks_read_zero_outside_and_write_only_inside():
+    x = np.random.rand(37, 50).astype(np.float32)
+    out = np.full((37, 50), 5.0, np.float32)
+    descriptor_copy[(3, 4)](x, out, 37, 50, BM=16, BN=16)  # edge blocks hang over
+    np.testing.assert_array_equal(out, x + x)
+
+    @dsl.jit
+    def shifted_sum(x_ptr, out_ptr, M, N, BM: dsl.constexpr, BN: dsl.constexpr):
+        # a block at (-1, -1) hangs over the top-left corner: its outside reads 0
+        src = dsl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [BM, BN])
+        dst = dsl.make_tensor_descriptor(out_ptr, [BM, BN], [BN, 1], [BM, BN])
+        dst.store([0, 0], src.load([-1, -1]))
+
+    out = np.full((4, 4), 7.0, np.float32)
+    shifted_sum[(1,)](x, out, 37, 50, BM=4, BN=4)
+    want = np.zeros((4, 4), np.float32)
+    want[1:, 1:] = x[:3, :3]
+    np.testing.assert_array_equal(out, want)
+
+
+def test_tensor_descriptor_misuse_is_a_compile_error():
+    @dsl.jit
+    def not_a_descriptor(x_ptr):
+        dsl.load_tensor_descriptor(x_ptr, [0])
+
+    with pytest.raises(dsl.DSLCompileError, match="expected a tensor descriptor"):
+        not_a_descriptor(np.zeros(4, np.float32))
+
+    @dsl.jit
+    def wrong_rank(x_ptr):
+        desc = dsl.make_tensor_descriptor(x_ptr, [2, 2], [2, 1], [2, 2])
+        desc.store([0], dsl.zeros((2, 2), dsl.float32))
+
+    with pytest.raises(dsl.DSLCompileError,
+                       match=r"tensor descriptor access\(\) offsets has 1 entries for a 2-d block"):
+        wrong_rank(np.zeros(4, np.float32))
+
+
 # ----------------------------------------------------------------------------- other backends
 
 
@@ -228,6 +279,9 @@ def test_pointer_kernels_compiled_cpu_bit_exact(cpu_toolchain):
     differential(block_copy, (np.random.rand(37, 50).astype(np.float32),
                               np.zeros((39, 50), np.float32), 37, 50, 50, 1, 50, 1),
                  {"BM": 16, "BN": 16, "PAD": "zero"}, grid=(3, 4))
+    differential(descriptor_copy, (np.random.rand(37, 50).astype(np.float32),
+                                   np.zeros((37, 50), np.float32), 37, 50),
+                 {"BM": 16, "BN": 16}, grid=(3, 4))
     # (atomics: triton-ascend 3.2.0's CPU route refuses them, tests/test_language.py)
 
 
@@ -239,7 +293,8 @@ def test_pointer_kernels_compiled_cpu_bit_exact(cpu_toolchain):
                                                                     "PAD": "zero"}),
     (block_matmul, ("float16", "float16", "float32", 512, 512, 512), {"BM": 64, "BN": 64,
                                                                       "BK": 32}),
-], ids=["add", "strided-rows", "block-copy", "block-matmul"])
+    (descriptor_copy, ("float32", "float32", 512, 512), {"BM": 64, "BN": 64}),
+], ids=["add", "strided-rows", "block-copy", "block-matmul", "descriptor-copy"])
 def test_pointer_kernels_lower_to_hivm_within_ub(toolchain, kernel, args, kwargs):
     specs = [dsl.tensor_spec(a) if isinstance(a, str) else a for a in args]
     lowered = kernel.lower(*specs, target="Ascend910B4", **kwargs)

@@ -565,3 +565,19 @@ def test_triton_kernels_get_the_cann_extension_names_the_wheel_lacks():
     out = np.zeros_like(x)
     dsl.from_triton(sub_block_halves_kernel)[(1,)](x, out, 4, 8)
     np.testing.assert_allclose(out, np.exp(x.astype(np.float64)), rtol=2e-7)
+
+
+@triton.jit
+def descriptor_scale_kernel(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    src = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    offsets = [tl.program_id(0) * BM, tl.program_id(1) * BN]
+    tl.store_tensor_descriptor(dst, offsets, tl.load_tensor_descriptor(src, offsets) * 3)
+    dst.store(offsets, dst.load(offsets) + 1)  # (read back what this program wrote)
+
+
+def test_triton_tensor_descriptors(torch):
+    x = torch.rand(20, 33)
+    out = torch.zeros(20, 33)
+    dsl.from_triton(descriptor_scale_kernel)[(3, 3)](x, out, 20, 33, BM=8, BN=16)
+    assert torch.equal(out, x * 3 + 1)
