@@ -1212,6 +1212,11 @@ def _shifted(v: _Visitor, node: ast.AST, what: str, first: Any, second: Any, thi
     return first, second if second is not None else third
 
 
+def _index_select(v: _Visitor, *args: Any) -> Value:
+    addr, mask = ptrs.index_select(v.b, *args)
+    return sem.load(v.b, addr, None, mask, 0 if mask is not None else None)
+
+
 def _descriptor_access(v: _Visitor, node: ast.AST, desc: Any, offsets: Any, value: Any
                        ) -> Value | None:
     """A tensor descriptor's block at ``offsets``: loaded (``value`` None, 0 outside the
@@ -1379,6 +1384,8 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "make_block_ptr": lambda v, node, base, shape, strides, offsets, block_shape, order:
     ptrs.make_block_ptr(v.b, base, shape, strides, offsets, block_shape, order),
     "advance": lambda v, node, base, offsets: ptrs.advance(v.b, base, offsets),
+    "index_select_simd": lambda v, node, src, dim, index, src_shape, src_offset, read_shape:
+    _index_select(v, src, dim, index, src_shape, src_offset, read_shape),
     "make_tensor_descriptor": lambda v, node, base, shape, strides, block_shape:
     ptrs.make_tensor_descriptor(v.b, base, shape, strides, block_shape),
     "load_tensor_descriptor": lambda v, node, desc, offsets: _descriptor_access(

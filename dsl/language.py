@@ -168,6 +168,18 @@ def store_tensor_descriptor(desc: Any, offsets: Any, value: Any) -> Any:
 
 
 @builtin
+def index_select_simd(src: Any, dim: Any, index: Any, src_shape: Any, src_offset: Any,
+                      read_shape: Any) -> Any:
+    """triton-ascend's gather of whole tiles: from the row-major tensor of ``src_shape``
+    at pointer ``src``, the tile of ``read_shape`` at ``src_offset`` whose dimension
+    ``dim`` (not the last) runs through the 1-D ``index`` (``read_shape[dim]`` is -1,
+    ``src_offset[dim]`` ignored). The other dimensions are cut at ``src_shape``: lanes
+    past it read 0. An index outside the tensor is an ``OutOfBoundsError`` (the device
+    does not check). Expanded to pointer arithmetic and a masked load."""
+    raise _outside("index_select_simd")
+
+
+@builtin
 def where(condition: Any, x: Any, y: Any) -> Any:
     """Elementwise ``x if condition else y``."""
     raise _outside("where")

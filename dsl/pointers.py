@@ -123,6 +123,63 @@ def address(b: Builder, ptr: Pointer | ViewArg) -> Address:
     return Address(view, offset, offset, pointer=True)
 
 
+def index_select(b: Builder, src: Any, dim: Any, index: Any, src_shape: Any, src_offset: Any,
+                 read_shape: Any) -> tuple[Address, Value | None]:
+    """triton-ascend's ``index_select_simd``: from the row-major tensor of ``src_shape``
+    at ``src``, the tile of ``read_shape`` at ``src_offset`` whose dimension ``dim``
+    runs through the 1-D ``index`` instead (``read_shape[dim]`` is -1 and
+    ``src_offset[dim]`` is ignored). The address of every element and the mask that
+    truncates the other dimensions at ``src_shape``, as the device does. The device does
+    not check ``index``; here an index outside the tensor's memory is an
+    ``OutOfBoundsError`` like any pointer's."""
+    if not isinstance(src, (Pointer, ViewArg)) or (isinstance(src, Pointer) and src.shape):
+        raise b.error("index_select_simd() src must be a tensor argument or a scalar pointer")
+    shape = _operands(b, src_shape, "src_shape", None, "index_select_simd")
+    rank = len(shape)
+    offsets = _operands(b, src_offset, "src_offset", rank, "index_select_simd")
+    reads = as_tuple(read_shape)
+    if isinstance(dim, bool) or not isinstance(dim, int) or not 0 <= dim < rank - 1:
+        raise b.error(f"index_select_simd() dim must be a constexpr in [0, {rank - 1}) (not "
+                      f"the trailing dimension), got {dim!r}")
+    if len(reads) != rank or reads[dim] != -1 or any(
+            isinstance(n, bool) or not isinstance(n, int) or n <= 0
+            for d, n in enumerate(reads) if d != dim):
+        raise b.error(f"index_select_simd() read_shape must be {rank} constexpr sizes with -1 "
+                      f"at dim {dim}, got {reads!r}")
+    idx = sem.as_value(b, index)
+    if not idx.dtype.is_int or idx.dtype.is_bool or idx.rank != 1:
+        raise b.error(f"index_select_simd() index must be a 1-D integer block, got {idx.type}")
+    offset: Value = as_pointer(b, src).offset
+    mask: Value | None = None
+    stride: Operand = 1
+    for d in reversed(range(rank)):
+        if d == dim:
+            coord: Value = idx
+        else:
+            coord = sem.binary(b, "add", sem.arange(b, 0, reads[d]), offsets[d])
+            inside = sem.binary(b, "lt", coord, shape[d])
+        for axis in range(rank):
+            if axis != d:
+                coord = sem.expand_dims(b, coord, axis)
+                if d != dim:
+                    inside = sem.expand_dims(b, inside, axis)
+        offset = sem.binary(b, "add", offset, sem.binary(b, "mul", coord, stride))
+        if d != dim:
+            mask = inside if mask is None else sem.binary(b, "and", mask, inside)
+        stride = _mul(b, stride, shape[d])
+    block = tuple(idx.shape[0] if d == dim else reads[d] for d in range(rank))
+    offset = sem.broadcast_to(b, offset, block)
+    if mask is not None:
+        mask = sem.broadcast_to(b, mask, block)
+    return address(b, Pointer(as_pointer(b, src).view, offset)), mask
+
+
+def _mul(b: Builder, x: Operand, y: Operand) -> Operand:
+    if isinstance(x, int) and isinstance(y, int):
+        return x * y
+    return sem.binary(b, "mul", x, y)
+
+
 # ----------------------------------------------------------------------------- block pointers
 
 

@@ -266,6 +266,68 @@ def test_tensor_descriptor_misuse_is_a_compile_error():
         wrong_rank(np.zeros(4, np.float32))
 
 
+# ----------------------------------------------------------------------------- index_select_simd
+
+
+@dsl.jit
+def select_rows(src, idx, out, R, C, L: dsl.constexpr, BC: dsl.constexpr):
+    rows = dsl.load(idx, dsl.arange(0, L))
+    tile = dsl.index_select_simd(src, 0, rows, (R, C), (-1, 0), (-1, BC))
+    dsl.store(out, dsl.arange(0, L)[:, None] * BC + dsl.arange(0, BC)[None, :], tile)
+
+
+def test_index_select_simd_picks_rows_and_reads_zero_past_the_columns():
+    src = np.random.rand(50, 37).astype(np.float32)
+    idx = np.array([3, 49, 0, 3], np.int32)
+    out = np.full((4, 64), 9.0, np.float32)
+    select_rows[(1,)](src, idx, out, 50, 37, L=4, BC=64)
+    want = np.zeros((4, 64), np.float32)
+    want[:, :37] = src[idx]
+    np.testing.assert_array_equal(out, want)
+
+
+def test_index_select_simd_along_a_middle_dimension():
+    @dsl.jit
+    def select_mid(src, idx, out, A, B, C, L: dsl.constexpr):
+        tile = dsl.index_select_simd(src, 1, dsl.load(idx, dsl.arange(0, L)), (A, B, C),
+                                     (1, -1, 2), (2, -1, 4))
+        dsl.store(out, dsl.arange(0, 2)[:, None, None] * (L * 4)
+                  + dsl.arange(0, L)[None, :, None] * 4 + dsl.arange(0, 4)[None, None, :], tile)
+
+    src = np.random.rand(3, 10, 5).astype(np.float32)
+    idx = np.array([9, 0, 4, 4], np.int32)
+    out = np.full((2, 4, 4), 9.0, np.float32)
+    select_mid[(1,)](src, idx, out, 3, 10, 5, L=4)
+    want = np.zeros((2, 4, 4), np.float32)
+    want[:, :, :3] = src[1:3][:, idx][:, :, 2:5]  # columns 2..5 of 5: the last one cut
+    np.testing.assert_array_equal(out, want)
+
+
+def test_index_select_simd_checks_the_indices_the_device_does_not():
+    src = np.random.rand(50, 37).astype(np.float32)
+    out = np.full((4, 64), 9.0, np.float32)
+    with pytest.raises(dsl.OutOfBoundsError, match="'src'"):
+        select_rows[(1,)](src, np.array([3, 50, 0, 1], np.int32), out, 50, 37, L=4, BC=64)
+    assert np.all(out == 9.0)
+
+
+@pytest.mark.parametrize("call, message", [
+    ("dsl.index_select_simd(src, 1, i, (4, 4), (0, -1), (4, -1))", "not the trailing"),
+    ("dsl.index_select_simd(src, 0, i, (4, 4), (-1, 0), (4, 4))", "-1 at dim 0"),
+    ("dsl.index_select_simd(src, 0, i, (4, 4), (-1,), (-1, 4))", "src_offset has 1 entries"),
+])
+def test_index_select_simd_arguments_are_checked(tmp_path, call, message):
+    source = tmp_path / "bad_select.py"
+    source.write_text("import dsl\n\n@dsl.jit\ndef bad(src, out):\n"
+                      "    i = dsl.arange(0, 4)\n"
+                      "    at = dsl.arange(0, 4)[:, None] * 4 + dsl.arange(0, 4)[None, :]\n"
+                      f"    dsl.store(out, at, {call})\n")
+    namespace: dict = {}
+    exec(compile(source.read_text(), str(source), "exec"), namespace)  # noqa: S102
+    with pytest.raises(dsl.DSLCompileError, match=message):
+        namespace["bad"][(1,)](np.zeros(16, np.float32), np.zeros(16, np.float32))
+
+
 # ----------------------------------------------------------------------------- other backends
 
 
@@ -282,6 +344,9 @@ def test_pointer_kernels_compiled_cpu_bit_exact(cpu_toolchain):
     differential(descriptor_copy, (np.random.rand(37, 50).astype(np.float32),
                                    np.zeros((37, 50), np.float32), 37, 50),
                  {"BM": 16, "BN": 16}, grid=(3, 4))
+    differential(select_rows, (np.random.rand(50, 37).astype(np.float32),
+                               np.array([3, 49, 0, 3], np.int32), np.zeros((4, 64), np.float32),
+                               50, 37), {"L": 4, "BC": 64}, grid=(1,))
     # (atomics: triton-ascend 3.2.0's CPU route refuses them, tests/test_language.py)
 
 
@@ -294,7 +359,9 @@ def test_pointer_kernels_compiled_cpu_bit_exact(cpu_toolchain):
     (block_matmul, ("float16", "float16", "float32", 512, 512, 512), {"BM": 64, "BN": 64,
                                                                       "BK": 32}),
     (descriptor_copy, ("float32", "float32", 512, 512), {"BM": 64, "BN": 64}),
-], ids=["add", "strided-rows", "block-copy", "block-matmul", "descriptor-copy"])
+    (select_rows, ("float32", "int32", "float32", 4096, 240), {"L": 64, "BC": 256}),
+], ids=["add", "strided-rows", "block-copy", "block-matmul", "descriptor-copy",
+        "index-select"])
 def test_pointer_kernels_lower_to_hivm_within_ub(toolchain, kernel, args, kwargs):
     specs = [dsl.tensor_spec(a) if isinstance(a, str) else a for a in args]
     lowered = kernel.lower(*specs, target="Ascend910B4", **kwargs)
