@@ -187,6 +187,7 @@ class Interpreter:
                 np.may_share_memory(launch.tensors[read].buffer, launch.tensors[written].buffer)
                 for read in facts.gather_tensors for written in facts.stored):
             self.index_slice, self.data_loads = None, frozenset()
+        self.small_data_loads = 16 * facts.data_load_elements <= _max_block(self.fn.body, True)
         self.proofs = facts.proofs
         self.wide_loads = facts.wide_loads
         self.widened: dict[str, np.ndarray | None] = {}  # tensor name -> float32 copy
@@ -217,9 +218,10 @@ class Interpreter:
 
     @property
     def chunk_elements(self) -> int:
-        # The pre-pass mostly handles lazy index blocks: take bigger batches (not when
-        # it loads index data, which takes as much memory as in the run).
-        return CHUNK_ELEMENTS * 16 if self.checking and not self.data_loads else CHUNK_ELEMENTS
+        # The pre-pass mostly handles lazy index blocks: take bigger batches, unless it
+        # loads index data that would then take more memory than a chunk of the run.
+        big = self.checking and (not self.data_loads or self.small_data_loads)
+        return CHUNK_ELEMENTS * 16 if big else CHUNK_ELEMENTS
 
     # -- entry
 
@@ -1079,6 +1081,7 @@ class _KernelFacts:
     index_slice: set[int] | None
     data_loads: frozenset[int]  # ids of the loads ``gather_slice`` put in the index slice
     gather_tensors: frozenset[str]  # the tensors they read
+    data_load_elements: int  # their elements per row, together
     dying: dict[int, frozenset[int]]
     may_fail: bool  # runs checks (IO ops) that can fail mid-launch
     flat: FlatForm | None  # the kernel's flat form, when it has one (lowering.plan)
@@ -1106,6 +1109,7 @@ def _facts(fn: Function) -> _KernelFacts:
         facts = _KernelFacts(
             fn.tensors_read(), fn.tensors_written(), indices, data_loads,
             frozenset(op.tensor for op in fn.walk() if id(op) in data_loads),
+            sum(prod(op.result.shape) for op in fn.walk() if id(op) in data_loads),
             _last_uses(fn.body), may_fail,
             None if may_fail or data_loads else flat_form(fn, indices), _dot_operand_loads(fn))
         _FACTS[fn] = facts
