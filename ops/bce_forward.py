@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 import dsl
+from dsl.views import to_numpy
 from ops import reduction as red
 from ops.chips import resolve_chip
 from ops.kernel_parts import store_loss
@@ -66,7 +67,7 @@ def loss_launch(kernel: Any, checked: Checked, out_view: Any, workspace: np.ndar
     reduce = checked.reduction != 0
     if n == 0:
         if reduce:  # spec: empty mean -> NaN, sum -> 0
-            out_view.to_numpy()[...] = np.nan if checked.reduction == 1 else 0.0
+            to_numpy(out_view)[...] = np.nan if checked.reduction == 1 else 0.0
         return
     operands = operands(checked.shape)
     with unaliased(out_view, operands) as target_view:

@@ -45,13 +45,14 @@ def operand(obj: Any, shape: tuple[int, ...]) -> TensorView | np.ndarray | None:
 
 
 def result(out: Any, input: Any, checked: Checked,
-           shape: tuple[int, ...] | None = None) -> tuple[Any, TensorView]:
+           shape: tuple[int, ...] | None = None) -> tuple[Any, TensorView | np.ndarray]:
     """The object to return (``out`` itself, or a new tensor of ``input``'s kind and
-    ``shape``, by default input's) and the view the kernel writes."""
+    ``shape``, by default input's) and what the kernel writes: a view of ``out``, or
+    the NumPy array of a new result (which nothing else can overlap: ``unaliased``
+    skips it, and kernels take arrays as they are)."""
     if out is None:
-        out, array = new_like_kind(input, checked.shape if shape is None else shape,
-                                   checked.out_dtype)
-        return out, as_view(array)
+        return new_like_kind(input, checked.shape if shape is None else shape,
+                             checked.out_dtype)
     view = as_view(out)
     if view.is_broadcast or not view.buffer.flags.writeable:
         raise status.invalid("out must be writeable and must not be a broadcast (stride 0) view")
@@ -65,13 +66,14 @@ class unaliased:  # noqa: N801 -- used as a function: ``with unaliased(out, ops)
     result is what it would be without the overlap, at any size. (A class rather than
     a generator context manager: it is on every operator call's path.)"""
 
-    def __init__(self, out: TensorView, operands: list[TensorView | None]) -> None:
+    def __init__(self, out: TensorView | np.ndarray,
+                 operands: list[TensorView | np.ndarray | None]) -> None:
         self.out = out
         self.staging: TensorView | None = None
-        if any(partially_overlaps(out, op) for op in operands):
+        if type(out) is not np.ndarray and any(partially_overlaps(out, op) for op in operands):
             self.staging = as_view(np.empty(out.shape, out.buffer.dtype))
 
-    def __enter__(self) -> TensorView:
+    def __enter__(self) -> TensorView | np.ndarray:
         return self.out if self.staging is None else self.staging
 
     def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
