@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from dsl import dtypes as dt
@@ -255,14 +255,79 @@ def _on_cpu(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return True
 
 
+class LaunchedKernel:
+    """What ``kernel[grid](...)`` returns under ``DSL_TRITON_INTERPRET=1``, as Triton's
+    launcher returns the kernel it compiled: ``name``, ``signature`` and ``constants``
+    (Triton's, from the launch's arguments) and ``asm``, whose ``"ttir"`` (Triton IR)
+    and ``"ttadapter"`` (its Linalg conversion) compile the user's kernel with the
+    installed triton-ascend on first access (for Ascend910B4). The launch itself ran
+    in the interpreter."""
+
+    def __init__(self, jit_fn: Any, signature: dict[str, str], constants: dict[str, Any]
+                 ) -> None:
+        self.jit_fn, self.signature, self.constants = jit_fn, signature, constants
+        self.name = getattr(jit_fn, "__name__", "kernel")
+        self._asm: _LazyAsm | None = None
+
+    @property
+    def asm(self) -> Mapping[str, str]:
+        if self._asm is None:
+            from dsl.backends import get_backend
+            from dsl.targets import get_target
+
+            self._asm = _LazyAsm(get_backend("hivm").triton_stages(
+                self.jit_fn, self.signature, self.constants, get_target("Ascend910B4")))
+        return self._asm
+
+    def __repr__(self) -> str:
+        return f"<launched Triton kernel {self.name} (ran in ascend-dsl's interpreter)>"
+
+
+class _LazyAsm(Mapping[str, str]):
+    def __init__(self, stages: dict[str, Callable[[], str]]) -> None:
+        self.stages = stages
+
+    def __getitem__(self, key: str) -> str:
+        stage = self.stages.get(key)
+        if stage is None:
+            raise KeyError(f"{key!r}: off the device a launch has {sorted(self.stages)} "
+                           "(Triton IR and its Linalg conversion), not the device binary")
+        return stage()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.stages)
+
+    def __len__(self) -> int:
+        return len(self.stages)
+
+
+def _launched(kernel: Any, arguments: dict[str, Any]) -> LaunchedKernel:
+    """The ``LaunchedKernel`` of a launch of Triton ``kernel`` with ``arguments`` (every
+    parameter's value, configs and heuristics applied), typed as Triton types them."""
+    from triton.runtime.jit import mangle_type
+
+    while not hasattr(kernel, "params") and hasattr(kernel, "fn"):  # autotune, heuristics
+        kernel = kernel.fn
+    signature: dict[str, str] = {}
+    constants: dict[str, Any] = {}
+    for param in kernel.params:
+        value = _unwrap_constexpr(arguments.get(param.name))
+        if param.is_constexpr or value is None:
+            constants[param.name] = value
+        else:
+            signature[param.name] = param.annotation_type or mangle_type(value, param.is_const)
+    return LaunchedKernel(kernel, signature, constants)
+
+
 def _patched_run(original: Callable[..., Any]) -> Callable[..., Any]:
     def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
         if not _on_cpu(args, kwargs):
             return original(self, *args, grid=grid, warmup=warmup, **kwargs)
         if warmup:
             return None
-        from_triton(self)[grid if grid is not None else (1,)](*args, **kwargs)
-        return None
+        kernel = from_triton(self)
+        kernel[grid if grid is not None else (1,)](*args, **kwargs)
+        return _launched(self, kernel.signature_bind(args, kwargs))
     run.__dsl_patched__ = True  # type: ignore[attr-defined]
     return run
 
@@ -303,4 +368,5 @@ def _no_benchmark(*_: Any, **__: Any) -> Any:
                          "config runs (dsl.from_triton(kernel, config=))")
 
 
-__all__ = ["TritonKernel", "from_triton", "install", "next_power_of_2", "translate"]
+__all__ = ["LaunchedKernel", "TritonKernel", "from_triton", "install", "next_power_of_2",
+           "translate"]

@@ -85,6 +85,13 @@ class HIVMBackend:
 
         return lower_specialization(kernel, specs, open_blocks, target, options, self.memory)
 
+    def triton_stages(self, jit_fn: Any, signature: dict[str, str], constants: dict[str, Any],
+                      target: Target) -> dict[str, Callable[[], str]]:
+        """``lowering.compiler.triton_stages``: a Triton kernel's own IR, stage by stage."""
+        from lowering.compiler import triton_stages
+
+        return triton_stages(jit_fn, signature, constants, target)
+
 
 REGISTRY: dict[str, Callable[[], Any]] = {
     "interpreter": InterpreterBackend,

@@ -29,6 +29,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -310,6 +311,37 @@ def compile_triton(jit_fn: Any, signature: dict[str, str], constants: dict[str, 
     stages.append(StageReport("npubin", False, 0.0, 0,
                               "skipped: CANN's hivmc is needed (Ascend host only)"))
     return str(ttir_module), linalg, hivm
+
+
+def triton_stages(jit_fn: Any, signature: dict[str, str], constants: dict[str, Any],
+                  target: Target) -> dict[str, Callable[[], str]]:
+    """The front stages of a hand-written ``triton.jit`` function through the installed
+    triton-ascend, each computed on first call (and once): ``"ttir"``, Triton IR, and
+    ``"ttadapter"``, its Linalg conversion, under the names Triton's compiled kernels
+    give them in ``asm``. A failure is a ``LoweringError`` naming the stage."""
+    from triton.backends.compiler import GPUTarget
+
+    done: dict[str, Any] = {}
+
+    def front() -> TritonFrontEnd:
+        if "front" not in done:
+            done["front"] = TritonFrontEnd(
+                jit_fn, signature, constants,
+                GPUTarget("npu", target.name, target.vector_cores or 1), [],
+                getattr(jit_fn, "__name__", "kernel"))
+        return done["front"]
+
+    def ttir_module() -> Any:
+        if "ttir" not in done:
+            done["ttir"] = front().ttir()
+        return done["ttir"]
+
+    def linalg() -> str:
+        if "ttadapter" not in done:
+            done["ttadapter"] = front().stage("linalg", "ttadapter", ttir_module())
+        return done["ttadapter"]
+
+    return {"ttir": lambda: str(ttir_module()), "ttadapter": linalg}
 
 
 _UNCONVERTED = re.compile(r'"tt\.(reduce|scan)"')

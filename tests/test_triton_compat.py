@@ -581,3 +581,24 @@ def test_triton_tensor_descriptors(torch):
     out = torch.zeros(20, 33)
     dsl.from_triton(descriptor_scale_kernel)[(3, 3)](x, out, 20, 33, BM=8, BN=16)
     assert torch.equal(out, x * 3 + 1)
+
+
+@triton.jit
+def annotated_store_kernel(x_ptr, v: tl.uint8, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, v + tl.zeros((BLOCK,), tl.float32), offs < n)
+
+
+def test_a_triton_launch_returns_its_kernel_with_the_toolchains_ir(toolchain, torch):
+    # kernel[grid](...) returns what Triton's launcher returns: the compiled kernel,
+    # whose asm is the installed triton-ascend's, for these arguments' types
+    x = torch.zeros(10)
+    handle = annotated_store_kernel[(1,)](x, 3, 10, BLOCK=16)
+    assert torch.equal(x, torch.full((10,), 3.0))  # the launch ran (in the interpreter)
+    assert handle.signature == {"x_ptr": "*fp32", "v": "u8", "n": "i32"}
+    assert handle.constants == {"BLOCK": 16}
+    assert "tt.func public @annotated_store_kernel" in handle.asm["ttir"]
+    assert "arith.uitofp" in handle.asm["ttir"]  # v is an unsigned 8-bit integer
+    assert "func.func @annotated_store_kernel" in handle.asm["ttadapter"]
+    with pytest.raises(KeyError, match="not the device binary"):
+        handle.asm["npubin"]
