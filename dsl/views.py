@@ -113,9 +113,9 @@ def _torch_to_numpy(t: Any) -> np.ndarray:
             "CPU tensors and NumPy arrays only")
     if t.requires_grad:
         t = t.detach()
-    import torch  # only reached when a torch tensor was passed
+    if str(t.dtype) == "torch.bfloat16":  # (no torch import on the common path)
+        import torch
 
-    if t.dtype is torch.bfloat16:
         return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
     return t.numpy()
 

@@ -67,7 +67,8 @@ def new_like_kind(kind_of: Any, shape: tuple[int, ...], dtype: DType) -> tuple[A
     if is_torch_tensor(kind_of):
         import torch
 
-        if dtype == dt.bfloat16:  # NumPy has no bfloat16 torch would take
+        if dtype.name == "bfloat16":  # NumPy has no bfloat16 torch would take (and a
+            # name compare skips the dataclass __eq__ on every call)
             result = torch.empty(shape, dtype=torch.bfloat16)
             return result, to_numpy(result)
         array = np.empty(shape, dtype=dtype.np)  # and a tensor over it: cheaper both ways
