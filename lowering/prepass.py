@@ -116,7 +116,8 @@ def _slice(fn: Function, gathers: bool, roots: str = "all"
         if v.owner is not None:
             op = v.owner
             if op.defn.reads_memory:  # a data-dependent index
-                if not gathers or op.kind != "load" or op.tensor in written:
+                # (plain loads only: an atomic also writes)
+                if not gathers or op.defn.writes_memory or op.tensor in written:
                     return None  # cannot be proved ahead
                 data_loads.add(id(op))
                 if op.other is not None:  # masked-off lanes hold it
