@@ -187,7 +187,7 @@ class Interpreter:
                 np.may_share_memory(launch.tensors[read].buffer, launch.tensors[written].buffer)
                 for read in facts.gather_tensors for written in facts.stored):
             self.index_slice, self.data_loads = None, frozenset()
-        self.small_data_loads = 16 * facts.data_load_elements <= _max_block(self.fn.body, True)
+        self.small_data_loads = facts.small_data_loads
         self.proofs = facts.proofs
         self.wide_loads = facts.wide_loads
         self.widened: dict[str, np.ndarray | None] = {}  # tensor name -> float32 copy
@@ -1081,7 +1081,9 @@ class _KernelFacts:
     index_slice: set[int] | None
     data_loads: frozenset[int]  # ids of the loads ``gather_slice`` put in the index slice
     gather_tensors: frozenset[str]  # the tensors they read
-    data_load_elements: int  # their elements per row, together
+    # their elements per row are at most 1/16 of the kernel's largest block: the
+    # pre-pass may take batches 16 times the run's
+    small_data_loads: bool
     dying: dict[int, frozenset[int]]
     may_fail: bool  # runs checks (IO ops) that can fail mid-launch
     flat: FlatForm | None  # the kernel's flat form, when it has one (lowering.plan)
@@ -1109,7 +1111,8 @@ def _facts(fn: Function) -> _KernelFacts:
         facts = _KernelFacts(
             fn.tensors_read(), fn.tensors_written(), indices, data_loads,
             frozenset(op.tensor for op in fn.walk() if id(op) in data_loads),
-            sum(prod(op.result.shape) for op in fn.walk() if id(op) in data_loads),
+            16 * sum(prod(op.result.shape) for op in fn.walk() if id(op) in data_loads)
+            <= _max_block(fn.body, True),
             _last_uses(fn.body), may_fail,
             None if may_fail or data_loads else flat_form(fn, indices), _dot_operand_loads(fn))
         _FACTS[fn] = facts
