@@ -261,13 +261,46 @@ class LaunchedKernel:
     (Triton's, from the launch's arguments) and ``asm``, whose ``"ttir"`` (Triton IR)
     and ``"ttadapter"`` (its Linalg conversion) compile the user's kernel with the
     installed triton-ascend on first access (for Ascend910B4). The launch itself ran
-    in the interpreter."""
+    in the interpreter; nothing here is computed unless asked for (a launch in a hot
+    loop pays only for this record)."""
 
-    def __init__(self, jit_fn: Any, signature: dict[str, str], constants: dict[str, Any]
-                 ) -> None:
-        self.jit_fn, self.signature, self.constants = jit_fn, signature, constants
-        self.name = getattr(jit_fn, "__name__", "kernel")
+    def __init__(self, kernel: Any, dsl_kernel: TritonKernel, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> None:
+        self._kernel, self._dsl_kernel, self._args, self._kwargs = kernel, dsl_kernel, args, \
+            kwargs
+        while not hasattr(kernel, "params") and hasattr(kernel, "fn"):  # autotune, heuristics
+            kernel = kernel.fn
+        self.jit_fn = kernel
+        self.name = getattr(kernel, "__name__", "kernel")
+        self._types: tuple[dict[str, str], dict[str, Any]] | None = None
         self._asm: _LazyAsm | None = None
+
+    def _typed(self) -> tuple[dict[str, str], dict[str, Any]]:
+        """Triton's (signature, constants) of the launch: every parameter's value with
+        configs and heuristics applied, typed as Triton types them."""
+        if self._types is None:
+            from triton.runtime.jit import mangle_type
+
+            arguments = self._dsl_kernel.signature_bind(self._args, self._kwargs)
+            signature: dict[str, str] = {}
+            constants: dict[str, Any] = {}
+            for param in self.jit_fn.params:
+                value = _unwrap_constexpr(arguments.get(param.name))
+                if param.is_constexpr or value is None:
+                    constants[param.name] = value
+                else:
+                    signature[param.name] = param.annotation_type or \
+                        mangle_type(value, param.is_const)
+            self._types = signature, constants
+        return self._types
+
+    @property
+    def signature(self) -> dict[str, str]:
+        return self._typed()[0]
+
+    @property
+    def constants(self) -> dict[str, Any]:
+        return self._typed()[1]
 
     @property
     def asm(self) -> Mapping[str, str]:
@@ -301,24 +334,6 @@ class _LazyAsm(Mapping[str, str]):
         return len(self.stages)
 
 
-def _launched(kernel: Any, arguments: dict[str, Any]) -> LaunchedKernel:
-    """The ``LaunchedKernel`` of a launch of Triton ``kernel`` with ``arguments`` (every
-    parameter's value, configs and heuristics applied), typed as Triton types them."""
-    from triton.runtime.jit import mangle_type
-
-    while not hasattr(kernel, "params") and hasattr(kernel, "fn"):  # autotune, heuristics
-        kernel = kernel.fn
-    signature: dict[str, str] = {}
-    constants: dict[str, Any] = {}
-    for param in kernel.params:
-        value = _unwrap_constexpr(arguments.get(param.name))
-        if param.is_constexpr or value is None:
-            constants[param.name] = value
-        else:
-            signature[param.name] = param.annotation_type or mangle_type(value, param.is_const)
-    return LaunchedKernel(kernel, signature, constants)
-
-
 def _patched_run(original: Callable[..., Any]) -> Callable[..., Any]:
     def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
         if not _on_cpu(args, kwargs):
@@ -327,7 +342,7 @@ def _patched_run(original: Callable[..., Any]) -> Callable[..., Any]:
             return None
         kernel = from_triton(self)
         kernel[grid if grid is not None else (1,)](*args, **kwargs)
-        return _launched(self, kernel.signature_bind(args, kwargs))
+        return LaunchedKernel(self, kernel, args, kwargs)
     run.__dsl_patched__ = True  # type: ignore[attr-defined]
     return run
 
