@@ -160,6 +160,11 @@ def _trip_counts(lo: np.ndarray, hi: np.ndarray, step: np.ndarray) -> np.ndarray
     return np.maximum(np.where(step > 0, up, down), 0)
 
 
+class _UndecidedRace(Exception):
+    """Raised inside the bounds pre-pass: lanes of a store clash, and whether they
+    race depends on the values they store, which the pre-pass does not compute."""
+
+
 class Interpreter:
     """Runs one launch. Create, then ``run()``."""
 
@@ -242,6 +247,13 @@ class Interpreter:
                 self.only = self.index_slice
                 try:
                     self._run_grid()
+                except _UndecidedRace:
+                    # lanes of one store clash: a race unless they write the same
+                    # values, which only the run knows. It keeps its stores in the
+                    # journal and checks with the values, before anything lands.
+                    self.index_slice, self.store_runs = None, {}
+                    self.journal = StoreJournal("deferred" if self.independent else "undo")
+                    return False
                 finally:
                     self.only = None
             proved = (self.store_runs_provable,
@@ -807,8 +819,19 @@ class Interpreter:
         check_bounds(self._site(op), index, mask, frame.pid)
         if self.race_check and (self.checking or self.journal.mode != "direct"):
             # (a launch written directly was checked by the pre-pass, before any write)
-            check_store_race(self._site(op), index, mask, frame.pid, (frame.size,) +
-                             op.value.shape)
+            # Lanes storing the same bits do not race, but only where no stored tensor
+            # is also read: a read-modify-write (``x[i] = x[i] + 1`` across programs)
+            # loses updates even when every lane writes the same value.
+            by_value = self.independent
+            value = materialize(frame.get(op.value)) if by_value and not self.checking \
+                else None
+            try:
+                check_store_race(self._site(op), index, mask, frame.pid, (frame.size,) +
+                                 op.value.shape, value)
+            except DataRaceError:
+                if self.checking and by_value:  # no values yet: the run compares them
+                    raise _UndecidedRace from None
+                raise
         if self.checking:
             self._record_store_run(op, frame, index)
             return

@@ -264,11 +264,14 @@ def _within(idx: np.ndarray, mask: object | None, numel: int) -> bool:
 
 
 def check_store_race(site: AccessSite, index: object, mask: object | None, pid: np.ndarray,
-                     shape: tuple[int, ...]) -> None:
+                     shape: tuple[int, ...], value: np.ndarray | None = None) -> None:
     """Raise ``DataRaceError`` when two active lanes of one store, in different
     programs or in one program's block, write the same element (a race without
     atomics: the result would depend on the order). Rows of one program (loop
-    iterations run in order) may rewrite an element."""
+    iterations run in order) may rewrite an element. With the stored ``value`` given,
+    lanes that write the same bits to an element do not race (whichever lands last,
+    memory ends the same: tiles that overlap, or a grid axis the kernel ignores);
+    without it every clash is a race."""
     access = affine_access(index, mask)
     if access is not None and access.extents.shape[0] == shape[0] and access.injective():
         return  # no two lanes of the store address one element (rows shared by all
@@ -292,9 +295,12 @@ def check_store_race(site: AccessSite, index: object, mask: object | None, pid: 
             a, b = int(rows[k]), int(rows[k + 1])
             if a < pid.shape[0] and b < pid.shape[0] and np.array_equal(pid[a], pid[b]):
                 continue
+            if value is not None:
+                break  # the values decide: compared element by element below
             _raise_race(site, pid, (a, int(start[k + 1] - first[a])), (b, 0),
                         int(start[k + 1]))
-        return
+        else:
+            return
     idx = np.broadcast_to(materialize(index), shape)
     active = np.ones(shape, bool) if mask is None else np.broadcast_to(materialize(mask), shape)
     flat = idx[active]
@@ -313,6 +319,10 @@ def check_store_race(site: AccessSite, index: object, mask: object | None, pid: 
     rows = where[0]
     lanes = np.ravel_multi_index(where[1:], shape[1:]) if len(shape) > 1 else \
         np.zeros(flat.size, np.int64)
+    if value is not None:  # only lanes writing different bits to one element race
+        written = np.ascontiguousarray(np.broadcast_to(value, shape)[active])
+        bits = written.view(f"u{written.dtype.itemsize}")
+        same = same[bits[order[same]] != bits[order[same + 1]]]
     for k in same:
         i, j = int(order[k]), int(order[k + 1])
         ri, rj = int(rows[i]), int(rows[j])

@@ -403,7 +403,8 @@ def shared_row_store(x_ptr, out_ptr, n, BLOCK: dsl.constexpr):
 
 def test_programs_storing_one_row_is_a_data_race_not_a_crash():
     # (a per-program mask over an index shared by all programs once crashed the checker)
-    x, out = np.ones(64, np.float32), np.zeros(32, np.float32)
+    # (the programs store different values: identical ones would not race)
+    x, out = np.arange(64, dtype=np.float32), np.zeros(32, np.float32)
     with pytest.raises(dsl.DataRaceError, match="program id \\(0, 0, 0\\) lane 0 and program "
                                                 "id \\(1, 0, 0\\) lane 0"):
         shared_row_store[(2,)](x, out, 64, BLOCK=32)

@@ -325,6 +325,14 @@ def every_program_writes_the_total(x, out, n, BLOCK: dsl.constexpr):
 
 
 @dsl.jit
+def half_overlapping_tiles(x, y, BLOCK: dsl.constexpr, SHIFT: dsl.constexpr = 0):
+    # tiles start every BLOCK // 2 elements, so neighbours overlap by half a tile; with
+    # SHIFT, a program stores values shifted by its id, and the overlaps disagree
+    i = dsl.program_id(0) * (BLOCK // 2) + dsl.arange(0, BLOCK)
+    dsl.store(y, i, dsl.load(x, i) + SHIFT * dsl.program_id(0))
+
+
+@dsl.jit
 def rewrite_in_order(out, n, BLOCK: dsl.constexpr):
     for k in range(0, n):  # one program rewrites the same block: in order, not a race
         dsl.store(out, dsl.arange(0, BLOCK), dsl.zeros((BLOCK,), dsl.int32) + k)
@@ -341,13 +349,30 @@ def test_a_racy_histogram_is_reported_with_both_writers_and_writes_nothing():
 
 
 def test_programs_storing_one_element_race_unless_the_check_is_off(monkeypatch):
-    x, out = np.ones(64, np.float32), np.zeros(1, np.float32)
+    # each program stores its own slice's total, a different value
+    x, out = np.arange(64, dtype=np.float32), np.zeros(1, np.float32)
     with pytest.raises(dsl.DataRaceError, match="program id \\(0, 0, 0\\) lane 0 and program "
                                                 "id \\(1, 0, 0\\) lane 0"):
         every_program_writes_the_total[(4,)](x, out, 64, BLOCK=16)
+    assert out[0] == 0.0
     monkeypatch.setenv("DSL_RACE_CHECK", "0")
     every_program_writes_the_total[(4,)](x, out, 64, BLOCK=16)
+    assert out[0] in {x[k * 16:(k + 1) * 16].sum() for k in range(4)}
+
+
+def test_programs_storing_the_same_values_do_not_race():
+    # every program stores the same total (the grid repeats the work): whichever
+    # lands last, memory ends the same
+    x, out = np.ones(64, np.float32), np.zeros(1, np.float32)
+    every_program_writes_the_total[(4,)](x, out, 64, BLOCK=16)
     assert out[0] == 16.0
+    y = np.zeros(32, np.float32)  # overlapping tiles that agree on the overlap
+    half_overlapping_tiles[(3,)](np.arange(64, dtype=np.float32), y, BLOCK=16)
+    np.testing.assert_array_equal(y, np.arange(32, dtype=np.float32))
+    y[:] = 0
+    with pytest.raises(dsl.DataRaceError, match="two lanes store element 8"):
+        half_overlapping_tiles[(3,)](np.arange(64, dtype=np.float32), y, BLOCK=16, SHIFT=1)
+    assert not y.any()  # nothing written
 
 
 def test_one_program_rewriting_in_order_and_tiles_are_not_races():
