@@ -312,6 +312,23 @@ class LaunchedKernel:
                 self.jit_fn, self.signature, self.constants, get_target("Ascend910B4")))
         return self._asm
 
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        """``compiled[grid](*args)``, Triton's way to launch a compiled kernel again
+        (triton-ascend's ``libentry`` does): another launch of the same kernel, in the
+        interpreter. Given fewer arguments than the kernel has parameters, they are
+        the compiled kernel's own (its ``signature``, in order), and the constexprs are
+        this launch's, as they are compiled into Triton's kernel."""
+        launch = self._dsl_kernel[grid]
+
+        def relaunch(*args: Any, **kwargs: Any) -> None:
+            if len(args) + len(kwargs) >= len(self.jit_fn.params):
+                launch(*args, **kwargs)
+                return
+            given = {**dict(zip(self.signature, args)), **kwargs}
+            launch(**{**{k: v for k, v in self.constants.items() if k not in given}, **given})
+
+        return relaunch
+
     def __repr__(self) -> str:
         return f"<launched Triton kernel {self.name} (ran in ascend-dsl's interpreter)>"
 

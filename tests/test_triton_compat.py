@@ -602,3 +602,14 @@ def test_a_triton_launch_returns_its_kernel_with_the_toolchains_ir(toolchain, to
     assert "func.func @annotated_store_kernel" in handle.asm["ttadapter"]
     with pytest.raises(KeyError, match="not the device binary"):
         handle.asm["npubin"]
+
+
+def test_the_launched_kernel_launches_again_like_a_compiled_triton_kernel(torch):
+    # compiled[grid](*args): all parameters by position, or only the compiled kernel's
+    # own (its signature) with the first launch's constexprs, as libentry calls it
+    x = torch.zeros(10)
+    handle = annotated_store_kernel[(1,)](x, 3, 10, BLOCK=16)
+    handle[(1,)](x, 5, 10, 16)
+    assert torch.equal(x, torch.full((10,), 5.0))
+    handle[(1,)](x, 7, 4)
+    assert torch.equal(x[:4], torch.full((4,), 7.0)) and torch.equal(x[4:], torch.full((6,), 5.0))
