@@ -215,6 +215,9 @@ class Interpreter:
         self.store_runs: dict[str, list[tuple[int, int]]] = {}  # filled by the pre-pass
         self.store_runs_provable = True
         self.recorder: Recorder | None = None  # set to capture a launch plan
+        # set when lanes of a store clash and only the stored values tell whether they
+        # race: that verdict holds for this launch's data, so no plan may keep it
+        self.race_by_value = False
 
     @property
     def checking(self) -> bool:
@@ -253,6 +256,7 @@ class Interpreter:
                     # journal and checks with the values, before anything lands.
                     self.index_slice, self.store_runs = None, {}
                     self.journal = StoreJournal("deferred" if self.independent else "undo")
+                    self.race_by_value = True
                     return False
                 finally:
                     self.only = None
@@ -1178,7 +1182,7 @@ def execute(launch: Launch, options: Options) -> None:
         assert facts.flat is not None
         interpreter.recorder = Recorder(facts.flat)
     interpreter.run()
-    if record and interpreter.recorder is not None:
+    if record and interpreter.recorder is not None and not interpreter.race_by_value:
         if len(facts.plans) >= PROOFS_PER_KERNEL:
             facts.plans.pop(next(iter(facts.plans)))
         facts.plans[key] = interpreter.recorder.build()

@@ -282,7 +282,9 @@ def check_store_race(site: AccessSite, index: object, mask: object | None, pid: 
         # be one row shared by all)
         counts = mask.valid_counts() if mask is not None else \
             np.full(first.shape, index.length, dtype=np.int64)
-        rows = np.broadcast_shapes(first.shape, counts.shape)
+        # (an index shared by every row of the batch is stored by every row: each
+        # row's run, not one)
+        rows = np.broadcast_shapes(first.shape, counts.shape, shape[:1])
         first, counts = np.broadcast_to(first, rows), np.broadcast_to(counts, rows)
         if first.shape[0] < 2:
             return  # one row: its lanes are distinct

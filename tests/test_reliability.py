@@ -360,6 +360,26 @@ def test_programs_storing_one_element_race_unless_the_check_is_off(monkeypatch):
     assert out[0] in {x[k * 16:(k + 1) * 16].sum() for k in range(4)}
 
 
+@dsl.jit
+def every_program_stores_its_block_to_the_front(x, y, B: dsl.constexpr):
+    lanes = dsl.arange(0, B)
+    dsl.store(y, lanes, dsl.load(x, dsl.program_id(0) * B + lanes))
+
+
+def test_a_race_decided_by_values_is_decided_again_for_new_data():
+    # the first launch's blocks agree, so it does not race; the same launch with
+    # other data must not replay that verdict (no launch plan keeps it)
+    x, y = np.tile(np.arange(8, dtype=np.float32), 3), np.zeros(8, np.float32)
+    for _ in range(3):
+        every_program_stores_its_block_to_the_front[(3,)](x, y, B=8)
+    np.testing.assert_array_equal(y, np.arange(8))
+    x[17] = -1.0  # program 2's block now differs from the others at lane 1
+    y[:] = 0
+    with pytest.raises(dsl.DataRaceError, match="two lanes store element 1"):
+        every_program_stores_its_block_to_the_front[(3,)](x, y, B=8)
+    assert not y.any()
+
+
 def test_programs_storing_the_same_values_do_not_race():
     # every program stores the same total (the grid repeats the work): whichever
     # lands last, memory ends the same
