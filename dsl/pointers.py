@@ -22,6 +22,7 @@ calls as pointer arithmetic.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,30 +206,26 @@ class BlockPointer:
 
 @dataclass(frozen=True)
 class TensorDescriptor:
-    """``make_tensor_descriptor``'s parent tensor, accessed in ``block_shape`` blocks."""
+    """``make_tensor_descriptor``'s parent tensor, accessed in ``block_shape`` blocks: a
+    block pointer (at offsets 0, row-major order) whose offsets each access gives."""
 
-    origin: Pointer
-    shape: tuple[Operand, ...]
-    strides: tuple[Operand, ...]
-    block_shape: tuple[int, ...]
+    block: BlockPointer
 
     @property
-    def view(self) -> ViewArg:
-        return self.origin.view
+    def block_shape(self) -> tuple[int, ...]:
+        return self.block.block_shape
 
     @property
     def dtype(self) -> dt.DType:
-        return self.origin.view.dtype
+        return self.block.dtype
 
 
 def make_tensor_descriptor(b: Builder, base: Any, shape: Any, strides: Any, block_shape: Any
                            ) -> TensorDescriptor:
     """A tensor descriptor: checked as ``make_block_ptr`` checks its arguments."""
-    blocks = as_tuple(block_shape)
-    rank = len(blocks)
-    bp = make_block_ptr(b, base, shape, strides, (0,) * rank, blocks,
-                        tuple(reversed(range(rank))))
-    return TensorDescriptor(bp.origin, bp.shape, bp.strides, bp.block_shape)
+    rank = len(as_tuple(block_shape))
+    return TensorDescriptor(make_block_ptr(b, base, shape, strides, (0,) * rank, block_shape,
+                                           tuple(reversed(range(rank)))))
 
 
 def descriptor_block(b: Builder, desc: Any, offsets: Any) -> tuple[BlockPointer, tuple[int, ...]]:
@@ -238,11 +235,8 @@ def descriptor_block(b: Builder, desc: Any, offsets: Any) -> tuple[BlockPointer,
         raise b.error(f"expected a tensor descriptor (make_tensor_descriptor), got "
                       f"{type(desc).__name__}")
     rank = len(desc.block_shape)
-    bp = BlockPointer(desc.origin, desc.shape, desc.strides,
-                      _operands(b, offsets, "offsets", rank, "tensor descriptor access"),
-                      desc.block_shape,
-                      tuple(reversed(range(rank))))
-    return bp, tuple(range(rank))
+    at = _operands(b, offsets, "offsets", rank, "tensor descriptor access")
+    return dataclasses.replace(desc.block, offsets=at), tuple(range(rank))
 
 
 def _operands(b: Builder, values: Any, what: str, rank: int | None,
