@@ -27,6 +27,19 @@ def _private_cache(tmp_path_factory):
         os.environ["DSL_CACHE_DIR"] = previous
 
 
+@pytest.fixture
+def kernel_from_source(tmp_path):
+    """``make(name, text)``: the kernel ``name`` defined by module source ``text``,
+    written to a file first so that errors can name its lines; returns (kernel, path)."""
+    def make(name: str, text: str):
+        path = tmp_path / f"{name}_kernel.py"
+        path.write_text(text)
+        namespace: dict = {}
+        exec(compile(text, str(path), "exec"), namespace)  # noqa: S102
+        return namespace[name], path
+    return make
+
+
 @pytest.fixture(scope="session")
 def toolchain():
     """triton-ascend + ascendnpu-ir; skips on a laptop without them, fails in CI."""

@@ -107,14 +107,11 @@ def test_lowers_to_hivm_within_ub(toolchain):
     ("dsl.sync_block_all('everything', 1)", "mode must be one of"),
     ("dsl.sync_block_all('all', -1)", "event_id must be a constexpr int"),
 ])
-def test_sync_block_arguments_are_checked(tmp_path, call, message):
-    source = tmp_path / "bad_sync.py"
-    source.write_text(f"import dsl\n\n@dsl.jit\ndef bad(out):\n    {call}\n"
-                      "    dsl.store(out, dsl.arange(0, 2), 1.0)\n")
-    namespace: dict = {}
-    exec(compile(source.read_text(), str(source), "exec"), namespace)  # noqa: S102
+def test_sync_block_arguments_are_checked(kernel_from_source, call, message):
+    bad, _ = kernel_from_source("bad", f"import dsl\n\n@dsl.jit\ndef bad(out):\n    {call}\n"
+                                "    dsl.store(out, dsl.arange(0, 2), 1.0)\n")
     with pytest.raises(dsl.DSLCompileError, match=message):
-        namespace["bad"][(1,)](np.zeros(2, np.float32))
+        bad[(1,)](np.zeros(2, np.float32))
 
 
 def test_the_hidden_parameter_name_is_reserved():

@@ -140,14 +140,12 @@ def test_both_forms_on_a_strided_tensor_are_refused():
     ("v = dsl.load(x_ptr + dsl.arange(0, 4)) + (x_ptr < out_ptr)", "different arguments"),
     ("v = dsl.load(x_ptr + dsl.arange(0, 4), boundary_check=(0,))", "needs a block pointer"),
 ])
-def test_pointer_misuse_is_a_compile_error_at_the_line(tmp_path, source, message):
-    path = tmp_path / "bad_pointer.py"
-    path.write_text("import dsl\n\n@dsl.jit\ndef bad(x_ptr, out_ptr):\n    " + source +
-                    "\n    dsl.store(out_ptr + dsl.arange(0, 4), v)\n")
-    namespace: dict = {}
-    exec(compile(path.read_text(), str(path), "exec"), namespace)
+def test_pointer_misuse_is_a_compile_error_at_the_line(kernel_from_source, source, message):
+    bad, path = kernel_from_source("bad", "import dsl\n\n@dsl.jit\ndef bad(x_ptr, out_ptr):\n"
+                                   "    " + source +
+                                   "\n    dsl.store(out_ptr + dsl.arange(0, 4), v)\n")
     with pytest.raises(dsl.DSLCompileError, match=message) as info:
-        namespace["bad"](np.zeros(4, np.float32), np.zeros(4, np.float32))
+        bad(np.zeros(4, np.float32), np.zeros(4, np.float32))
     assert f"{path}:5" in str(info.value)
 
 
@@ -316,16 +314,13 @@ def test_index_select_simd_checks_the_indices_the_device_does_not():
     ("dsl.index_select_simd(src, 0, i, (4, 4), (-1, 0), (4, 4))", "-1 at dim 0"),
     ("dsl.index_select_simd(src, 0, i, (4, 4), (-1,), (-1, 4))", "src_offset has 1 entries"),
 ])
-def test_index_select_simd_arguments_are_checked(tmp_path, call, message):
-    source = tmp_path / "bad_select.py"
-    source.write_text("import dsl\n\n@dsl.jit\ndef bad(src, out):\n"
-                      "    i = dsl.arange(0, 4)\n"
-                      "    at = dsl.arange(0, 4)[:, None] * 4 + dsl.arange(0, 4)[None, :]\n"
-                      f"    dsl.store(out, at, {call})\n")
-    namespace: dict = {}
-    exec(compile(source.read_text(), str(source), "exec"), namespace)  # noqa: S102
+def test_index_select_simd_arguments_are_checked(kernel_from_source, call, message):
+    bad, _ = kernel_from_source("bad", "import dsl\n\n@dsl.jit\ndef bad(src, out):\n"
+                                "    i = dsl.arange(0, 4)\n"
+                                "    at = dsl.arange(0, 4)[:, None] * 4 + dsl.arange(0, 4)[None, :]\n"
+                                f"    dsl.store(out, at, {call})\n")
     with pytest.raises(dsl.DSLCompileError, match=message):
-        namespace["bad"][(1,)](np.zeros(16, np.float32), np.zeros(16, np.float32))
+        bad[(1,)](np.zeros(16, np.float32), np.zeros(16, np.float32))
 
 
 # ----------------------------------------------------------------------------- other backends
@@ -445,15 +440,13 @@ def test_pointers_moved_under_a_runtime_if_keep_their_moves():
     ("    for i in range(n):\n        p = out_ptr\n", "loop-carried variable 'p' is a pointer "
      "into 'x_ptr' and a pointer into 'out_ptr' before and after an iteration"),
 ])
-def test_a_pointer_that_cannot_flow_out_of_an_if_or_a_loop_is_an_error(tmp_path, body, message):
-    path = tmp_path / "flow.py"
-    path.write_text("import dsl\n\n@dsl.jit\ndef flow(x_ptr, out_ptr, n):\n"
-                    "    p = x_ptr + dsl.arange(0, 4)\n" + body +
-                    "    dsl.store(out_ptr + dsl.arange(0, 4), dsl.load(p))\n")
-    namespace: dict = {}
-    exec(compile(path.read_text(), str(path), "exec"), namespace)
+def test_a_pointer_that_cannot_flow_out_of_an_if_or_a_loop_is_an_error(kernel_from_source, body,
+                                                                       message):
+    flow, _ = kernel_from_source("flow", "import dsl\n\n@dsl.jit\ndef flow(x_ptr, out_ptr, n):\n"
+                                 "    p = x_ptr + dsl.arange(0, 4)\n" + body +
+                                 "    dsl.store(out_ptr + dsl.arange(0, 4), dsl.load(p))\n")
     with pytest.raises(dsl.DSLCompileError, match=message):
-        namespace["flow"](np.zeros(4, np.float32), np.zeros(4, np.float32), 4)
+        flow(np.zeros(4, np.float32), np.zeros(4, np.float32), 4)
 
 
 @dsl.jit
