@@ -821,14 +821,15 @@ class Interpreter:
         index = frame.get(op.index)
         mask = frame.get(op.mask) if op.mask is not None else None
         check_bounds(self._site(op), index, mask, frame.pid)
+        value = None  # the stored values, once materialized
         if self.race_check and (self.checking or self.journal.mode != "direct"):
             # (a launch written directly was checked by the pre-pass, before any write)
             # Lanes storing the same bits do not race, but only where no stored tensor
             # is also read: a read-modify-write (``x[i] = x[i] + 1`` across programs)
             # loses updates even when every lane writes the same value.
             by_value = self.independent
-            value = materialize(frame.get(op.value)) if by_value and not self.checking \
-                else None
+            if by_value and not self.checking:
+                value = materialize(frame.get(op.value))  # (and stored below)
             try:
                 check_store_race(self._site(op), index, mask, frame.pid, (frame.size,) +
                                  op.value.shape, value)
@@ -841,10 +842,10 @@ class Interpreter:
             return
         if self.full_race:
             self._track(op, frame, index, mask, write=True)
-        offset, value = frame.get(op.offset), frame.get(op.value)
-        rows = frame.size
-        shape = (rows,) + op.value.shape
-        self.journal.store(tensor.buffer, offset, materialize(value), mask, shape)
+        if value is None:
+            value = materialize(frame.get(op.value))
+        shape = (frame.size,) + op.value.shape
+        self.journal.store(tensor.buffer, frame.get(op.offset), value, mask, shape)
 
     def _track(self, op: Op, frame: Frame, index: Any, mask: Any, write: bool) -> None:
         """The full race check: an element one program writes may be neither written
