@@ -23,6 +23,7 @@ is read off the HIVM.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
@@ -321,25 +322,19 @@ def triton_stages(jit_fn: Any, signature: dict[str, str], constants: dict[str, A
     give them in ``asm``. A failure is a ``LoweringError`` naming the stage."""
     from triton.backends.compiler import GPUTarget
 
-    done: dict[str, Any] = {}
-
+    @functools.cache
     def front() -> TritonFrontEnd:
-        if "front" not in done:
-            done["front"] = TritonFrontEnd(
-                jit_fn, signature, constants,
-                GPUTarget("npu", target.name, target.vector_cores or 1), [],
-                getattr(jit_fn, "__name__", "kernel"))
-        return done["front"]
+        return TritonFrontEnd(jit_fn, signature, constants,
+                              GPUTarget("npu", target.name, target.vector_cores or 1), [],
+                              getattr(jit_fn, "__name__", "kernel"))
 
+    @functools.cache
     def ttir_module() -> Any:
-        if "ttir" not in done:
-            done["ttir"] = front().ttir()
-        return done["ttir"]
+        return front().ttir()
 
+    @functools.cache
     def linalg() -> str:
-        if "ttadapter" not in done:
-            done["ttadapter"] = front().stage("linalg", "ttadapter", ttir_module())
-        return done["ttadapter"]
+        return front().stage("linalg", "ttadapter", ttir_module())
 
     return {"ttir": lambda: str(ttir_module()), "ttadapter": linalg}
 
