@@ -1433,6 +1433,10 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     max_num_imprecise_acc, out_dtype: sem.dot(
         v.b, input, other, acc, input_precision if allow_tf32 is None else
         ("tf32" if allow_tf32 else "ieee"), out_dtype),
+    "dot_scaled": lambda v, node, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc,
+    out_dtype, lhs_k_pack, rhs_k_pack: sem.dot_scaled(
+        v.b, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc, out_dtype, lhs_k_pack,
+        rhs_k_pack),
     "sum": _reduce("sum"), "max": _reduce("max"), "min": _reduce("min"),
     "xor_sum": _reduce("xor_sum"), "argmax": _arg_reduce("argmax"),
     "argmin": _arg_reduce("argmin"),
@@ -1463,6 +1467,8 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
         v.b, ful, sub, offsets, sizes, strides),
     "get_element": lambda v, node, src, indice: sem.get_element(v.b, src, indice),
     "gather": lambda v, node, src, index, axis: sem.gather(v.b, src, index, axis),
+    "histogram": lambda v, node, input, num_bins, mask: sem.histogram(v.b, input, num_bins,
+                                                                      mask),
     "sort": lambda v, node, ptr, dim, descending: sem.sort(v.b, ptr, dim, descending),
     "topk": lambda v, node, input, k, dim: sem.topk(v.b, input, k, dim),
     "debug_barrier": lambda v, node: None,

@@ -354,6 +354,15 @@ def gather(src: Any, index: Any, axis: Any) -> Any:
 
 
 @builtin
+def histogram(input: Any, num_bins: Any, mask: Any = None) -> Any:  # noqa: A002
+    """int32 counts of a 1-D integer block's values in ``num_bins`` bins of width 1
+    starting at 0; lanes where ``mask`` is false are not counted. A counted value
+    outside ``[0, num_bins)`` has no bin on the device (undefined there): the
+    interpreter reports it as an error, compiled-CPU mode leaves it out."""
+    raise _outside("histogram")
+
+
+@builtin
 def sort(ptr: Any, dim: Any = -1, descending: Any = False) -> Any:
     """The block sorted along ``dim`` (ascending; NaN last, or first when descending).
     (Triton names the block ``ptr``.)"""
@@ -843,6 +852,19 @@ def dot(input: Any, other: Any, acc: Any = None, input_precision: Any = None,  #
     and compiled-CPU mode agree bit for bit. ``input_precision`` is accepted; the
     interpreter always computes IEEE fp32 products."""
     raise _outside("dot")
+
+
+@builtin
+def dot_scaled(lhs: Any, lhs_scale: Any, lhs_format: Any, rhs: Any, rhs_scale: Any,
+               rhs_format: Any, acc: Any = None, out_dtype: Any = None, lhs_k_pack: Any = True,
+               rhs_k_pack: Any = True) -> Any:
+    """triton-ascend's scaled ``dot`` of bf16/fp16 blocks:
+    ``acc + (lhs * 2**lhs_scale) @ (rhs * 2**rhs_scale)``. ``lhs_scale`` is an int8
+    ``[M, G]`` block of exponents, each for ``K/G`` consecutive elements of a row;
+    ``rhs_scale`` (``[N, G]``, per column of ``rhs``) may be None. The formats are
+    ``"bf16"`` or ``"fp16"``, matching the operands' dtypes; the scaled operands are
+    rounded to that dtype, then multiplied as ``dot`` does."""
+    raise _outside("dot_scaled")
 
 
 # ----------------------------------------------------------------------------- atomics

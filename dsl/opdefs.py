@@ -391,6 +391,15 @@ def _check_gather(op: Op) -> str | None:
     return None
 
 
+def _check_histogram(op: Op) -> str | None:
+    src, mask = op.source, op.mask
+    if src.rank != 1 or not src.dtype.is_int or src.dtype.is_bool or \
+            op.result.type.shape != (op.attrs["num_bins"],) or op.result.dtype != dt.int32 or \
+            (mask is not None and (mask.shape != src.shape or not mask.dtype.is_bool)):
+        return f"histogram of {src.type} into {op.attrs['num_bins']} bins is not {op.result.type}"
+    return None
+
+
 def _check_sort(op: Op) -> str | None:
     if not 0 <= op.attrs["axis"] < op.source.rank or op.result.type != op.source.type:
         return f"sort of {op.source.type} along axis {op.attrs['axis']}"
@@ -733,6 +742,10 @@ _STRUCTURAL = [
     OpDef("gather", Signature(("source", "index")), Effect.PURE, _check_gather,
           "result[..i..] = source[..index[..i..]..] along attrs['axis'] (tl.gather)",
           attrs=("axis",)),
+    OpDef("histogram", Signature(("source",), optional=("mask",)), Effect.PURE,
+          _check_histogram, "int32 counts of the source's values in bins [0, 1), [1, 2), ... "
+          "[num_bins - 1, num_bins), masked-off lanes not counted; a value outside the bins "
+          "is an error (tl.histogram)", attrs=("num_bins",)),
     OpDef("sort", Signature(("source",)), Effect.PURE, _check_sort,
           "the elements sorted along attrs['axis'], ascending or attrs['descending'] "
           "(NaN last ascending, first descending)", attrs=("axis", "descending")),

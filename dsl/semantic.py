@@ -757,6 +757,26 @@ def gather(b: Builder, src: Operand, index: Operand, axis: Any) -> Value:
     return b.emit("gather", [v, i], [Type(v.dtype, i.shape)], attrs={"axis": ax}).result
 
 
+def histogram(b: Builder, x: Operand, num_bins: Any, mask: Operand | None) -> Value:
+    """``tl.histogram``: int32 counts of the 1-D integer block's values in the unit-wide
+    bins ``[0, num_bins)``; lanes where ``mask`` is false are not counted, and a value
+    outside the bins is an error at run time (the device leaves it undefined)."""
+    v = _block(b, x, "histogram")
+    if v.rank != 1 or not v.dtype.is_int or v.dtype.is_bool:
+        raise b.error(f"histogram() counts a 1-D integer block, got {v.type}")
+    if not isinstance(num_bins, int) or isinstance(num_bins, bool) or num_bins < 1:
+        raise b.error(f"histogram() num_bins must be a positive int constexpr, got {num_bins!r}")
+    check_block_shape(b, (num_bins,))
+    operands = [v]
+    if mask is not None:
+        m = broadcast_to(b, as_value(b, mask), v.shape)
+        if not m.dtype.is_bool:
+            raise b.error(f"histogram() mask must be a boolean block, got {m.type}")
+        operands.append(m)
+    return b.emit("histogram", operands, [Type(dt.int32, (num_bins,))],
+                  attrs={"num_bins": num_bins}).result
+
+
 def sort(b: Builder, x: Operand, dim: Any, descending: Any) -> Value:
     """``tl.sort``: ``x`` sorted along ``dim`` (the last by default)."""
     v = _block(b, x, "sort")
@@ -866,6 +886,70 @@ def dot(b: Builder, x: Operand, y: Operand, acc: Operand | None, input_precision
             raise b.error(f"dot() acc is {accv.type}, expected {Type(out, shape)}")
     return b.emit("dot", [xv, yv, accv], [Type(out, shape)],
                   attrs={"input_precision": input_precision or "ieee"}).result
+
+
+_SCALED_FORMATS = {"bf16": dt.bfloat16, "fp16": dt.float16}
+
+
+def _power_of_two_scale(b: Builder, scale: Operand, dtype: DType, rows: int, k: int,
+                        what: str) -> Value:
+    """``2 ** scale`` in ``dtype``, each of the ``G`` scales of a row repeated over its
+    ``k / G`` consecutive elements of K: a ``[rows, k]`` block.
+
+    The int8 exponent is widened to int16, biased by 127 and shifted into bf16's
+    exponent field, then bitcast (fp16 operands get that bf16 value rounded to fp16,
+    through fp32): triton-ascend's own lowering, so exponents past a format's range
+    give its infinities and zeros exactly as the device does."""
+    s = as_value(b, scale)
+    if s.dtype != dt.int8 or s.rank != 2 or s.shape[0] != rows or not s.shape[1] or \
+            k % s.shape[1]:
+        raise b.error(f"dot_scaled() {what} must be an int8 block of shape [{rows}, G] with G "
+                      f"dividing K={k}, got {s.type}")
+    biased = binary(b, "add", cast(b, s, dt.int16), constant(b, 127, dt.int16))
+    power = bitcast(b, binary(b, "lshift", biased, constant(b, 7, dt.int16)), dt.bfloat16)
+    if dtype == dt.float16:
+        power = cast(b, cast(b, power, dt.float32), dt.float16)
+    groups = s.shape[1]
+    spread = broadcast_to(b, expand_dims(b, power, 2), (rows, groups, k // groups))
+    return reshape(b, spread, (rows, k))
+
+
+def dot_scaled(b: Builder, lhs: Operand, lhs_scale: Operand, lhs_format: Any, rhs: Operand,
+               rhs_scale: Operand | None, rhs_format: Any, acc: Operand | None,
+               out_dtype: Any, lhs_k_pack: Any, rhs_k_pack: Any) -> Value:
+    """triton-ascend's ``dot_scaled`` for bf16 and fp16 operands:
+    ``acc + (lhs * 2**lhs_scale) @ (rhs * 2**rhs_scale)``.
+
+    ``lhs_scale`` is an int8 ``[M, G]`` block of exponents, one per ``K/G``
+    consecutive elements of a row of ``lhs``; ``rhs_scale`` (optional) is ``[N, G]``,
+    one per ``K/G`` consecutive elements of a column of ``rhs``. The scaled operands
+    are rounded to their own dtype, then multiplied as ``dot`` does (float32
+    accumulation). Expanded here into existing ops, as triton-ascend's Linalg
+    lowering expands it, so every backend runs it. Left out, as in triton-ascend
+    3.2: the fp8/fp4 formats, 3-D operands and unpacked K (``*_k_pack=False``)."""
+    xv, yv = as_value(b, lhs), as_value(b, rhs)
+    for name, fmt, v in (("lhs", lhs_format, xv), ("rhs", rhs_format, yv)):
+        if fmt not in _SCALED_FORMATS:
+            raise b.error(f"dot_scaled() {name}_format {fmt!r} is not supported: triton-ascend "
+                          "3.2 takes 'bf16' and 'fp16' (no fp8/fp4 formats)")
+        if v.dtype != _SCALED_FORMATS[fmt]:
+            raise b.error(f"dot_scaled() {name} is {v.dtype.name}, but {name}_format is {fmt!r}")
+    if lhs_k_pack is not True or rhs_k_pack is not True:
+        raise b.error("dot_scaled() with lhs_k_pack/rhs_k_pack False is not supported")
+    if xv.rank != 2 or yv.rank != 2:
+        raise b.error(f"dot_scaled() multiplies 2-D blocks, got {list(xv.shape)} and "
+                      f"{list(yv.shape)}")
+    if xv.shape[1] != yv.shape[0]:
+        raise b.error(f"dot_scaled() inner dimensions differ: {list(xv.shape)} @ "
+                      f"{list(yv.shape)}")
+    if lhs_scale is None:
+        raise b.error("dot_scaled() needs lhs_scale for bf16 and fp16 operands")
+    (m, k), n = xv.shape, yv.shape[1]
+    xv = binary(b, "mul", xv, _power_of_two_scale(b, lhs_scale, xv.dtype, m, k, "lhs_scale"))
+    if rhs_scale is not None:
+        scale = permute(b, _power_of_two_scale(b, rhs_scale, yv.dtype, n, k, "rhs_scale"), (1, 0))
+        yv = binary(b, "mul", yv, scale)
+    return dot(b, xv, yv, acc, None, out_dtype)
 
 
 # ----------------------------------------------------------------------------- reductions and scans

@@ -267,6 +267,52 @@ def _refuse_library_calls(linalg: str, kernel: str) -> None:
             "implementation (run it in the interpreter; it lowers to HIVM for the NPU)")
 
 
+# ``tl.histogram`` reaches Linalg as the Ascend-only ``hfusion.histogram`` (triton-ascend's
+# TritonToHFusion pass); upstream MLIR has no such dialect.
+_HFUSION_HISTOGRAM = re.compile(
+    r"^(?P<indent>\s*)(?P<result>%[\w.#]+) = hfusion\.histogram (?P<source>%[\w.#]+), "
+    r"(?P<bins>\d+) : tensor<(?P<n>\d+)x(?P<ity>i\d+)> -> tensor<(?P=bins)xi32>$", re.MULTILINE)
+
+_HISTOGRAM_LOOP = """\
+{i}%{p}c0 = arith.constant 0 : index
+{i}%{p}c1 = arith.constant 1 : index
+{i}%{p}n = arith.constant {n} : index
+{i}%{p}one = arith.constant 1 : i32
+{i}%{p}lo = arith.constant 0 : {ity}
+{i}%{p}hi = arith.constant {bins} : {ity}
+{i}%{p}zero = arith.constant dense<0> : tensor<{bins}xi32>
+{i}{result} = scf.for %{p}k = %{p}c0 to %{p}n step %{p}c1 iter_args(%{p}acc = %{p}zero) \
+-> (tensor<{bins}xi32>) {{
+{i}  %{p}v = tensor.extract {source}[%{p}k] : tensor<{n}x{ity}>
+{i}  %{p}ge = arith.cmpi sge, %{p}v, %{p}lo : {ity}
+{i}  %{p}lt = arith.cmpi slt, %{p}v, %{p}hi : {ity}
+{i}  %{p}in = arith.andi %{p}ge, %{p}lt : i1
+{i}  %{p}next = scf.if %{p}in -> (tensor<{bins}xi32>) {{
+{i}    %{p}bin = arith.index_cast %{p}v : {ity} to index
+{i}    %{p}count = tensor.extract %{p}acc[%{p}bin] : tensor<{bins}xi32>
+{i}    %{p}inc = arith.addi %{p}count, %{p}one : i32
+{i}    %{p}put = tensor.insert %{p}inc into %{p}acc[%{p}bin] : tensor<{bins}xi32>
+{i}    scf.yield %{p}put : tensor<{bins}xi32>
+{i}  }} else {{
+{i}    scf.yield %{p}acc : tensor<{bins}xi32>
+{i}  }}
+{i}  scf.yield %{p}next : tensor<{bins}xi32>
+{i}}}"""
+
+
+def lower_hfusion_histograms(linalg: str) -> str:
+    """Each ``hfusion.histogram`` rewritten as the loop it means on a CPU: one pass over
+    the values, adding 1 to the bin of each value in ``[0, bins)``. A value outside
+    counts nowhere: the device leaves that case undefined and the interpreter
+    reports it; here it must at least not write outside the bins."""
+    def loop(match: re.Match[str]) -> str:
+        prefix = "hist" + re.sub(r"\W", "_", match["result"][1:]) + "_"
+        return _HISTOGRAM_LOOP.format(i=match["indent"], p=prefix, result=match["result"],
+                                      source=match["source"], bins=match["bins"],
+                                      n=match["n"], ity=match["ity"])
+    return _HFUSION_HISTOGRAM.sub(loop, linalg)
+
+
 # Ascend layout hints (``annotation.mark %buf {MayImplicitTransposeWithLastAxis}``)
 # that upstream MLIR cannot parse; they carry no semantics for a CPU.
 _ANNOTATION = re.compile(r"^\s*annotation\.mark [^\n]*\n", re.MULTILINE)
@@ -276,7 +322,7 @@ def _linalg_to_llir(linalg: str, llvm_root: Path) -> str:
     """triton-ascend's Linalg -> LLVM IR step, in a child process whose environment
     names the MLIR/LLVM installation (``lowering.llir_stage``)."""
     with workdir("llir") as work:
-        (work / "kernel.mlir").write_text(_ANNOTATION.sub("", linalg))
+        (work / "kernel.mlir").write_text(lower_hfusion_histograms(_ANNOTATION.sub("", linalg)))
         if _LIBM_ONLY.search(linalg):
             run_tool("llir", [llvm_root / "bin" / "mlir-opt", work / "kernel.mlir",
                               "--convert-math-to-libm", "-o", work / "kernel.mlir"])

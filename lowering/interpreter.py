@@ -700,6 +700,28 @@ class Interpreter:
                 f"{op.attrs['axis']} of length {src.shape[axis]}\n{op.loc.excerpt()}")
         frame.set(op.result, np.take_along_axis(src, idx, axis=axis))
 
+    def op_histogram(self, op: Op, frame: Frame) -> None:
+        bins = op.attrs["num_bins"]
+        if op.mask is None:
+            values = self._full(op.source, frame)  # [rows, n]
+            counted = np.ones(values.shape, bool)
+        else:
+            values, counted = self._full_pair(op.source, op.mask, frame)
+        inside = (values >= 0) & (values < bins)
+        if not inside[counted].all():
+            # the device's histogram has no meaning for such a value (as a gather's
+            # index outside its axis): report it rather than pick a bin
+            bad = values[counted & ~inside].reshape(-1)[0]
+            raise DSLRuntimeError(
+                f"{op.loc}: histogram in kernel '{self.fn.name}': value {bad} is outside "
+                f"the bins [0, {bins})\n{op.loc.excerpt()}")
+        counted = counted & inside
+        # one bincount over all rows: row r's bin v is flat slot r * bins + v
+        rows = np.broadcast_to(np.arange(values.shape[0])[:, None], values.shape)
+        slots = rows[counted] * bins + values[counted].astype(np.int64)
+        counts = np.bincount(slots, minlength=values.shape[0] * bins)
+        frame.set(op.result, counts.reshape(values.shape[0], bins).astype(np.int32))
+
     def op_sort(self, op: Op, frame: Frame) -> None:
         axis = 1 + op.attrs["axis"]
         ordered = np.sort(self._full(op.source, frame), axis=axis, kind="stable")
@@ -1334,6 +1356,7 @@ HANDLERS: dict[str, Callable[[Interpreter, Op, Frame], None]] = {
     "extract_slice": Interpreter.op_extract_slice,
     "insert_slice": Interpreter.op_insert_slice,
     "gather": Interpreter.op_gather,
+    "histogram": Interpreter.op_histogram,
     "sort": Interpreter.op_sort,
     "randint": Interpreter.op_randint,
     "randint4x": Interpreter.op_randint4x,

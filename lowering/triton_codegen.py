@@ -325,6 +325,18 @@ class _Emitter:
         self.emit(f"{self.define(op.result)} = tl.gather({self.name(op.source)}, "
                   f"{self.name(op.require('index'))}, {op.attrs['axis']})", indent, op.loc)
 
+    def op_histogram(self, op: Op, indent: int) -> None:
+        src, bins = self.name(op.source), op.attrs["num_bins"]
+        if op.mask is None:
+            self.emit(f"{self.define(op.result)} = tl.histogram({src}, {bins})", indent, op.loc)
+            return
+        # triton-ascend 3.2's histogram takes no mask: masked-off lanes are counted in
+        # bin 0, then taken back out of it (as Triton's own interpreter does)
+        mask = self.name(op.mask)
+        self.emit(f"{self.define(op.result)} = tl.histogram(tl.where({mask}, {src}, 0), {bins}) "
+                  f"- tl.where(tl.arange(0, {bins}) == 0, "
+                  f"tl.sum(tl.where({mask}, 0, 1).to(tl.int32), 0), 0)", indent, op.loc)
+
     def op_sort(self, op: Op, indent: int) -> None:
         self.emit(f"{self.define(op.result)} = tl.sort({self.name(op.source)}, "
                   f"dim={op.attrs['axis']}, descending={op.attrs['descending']})", indent, op.loc)
@@ -528,6 +540,7 @@ EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
     "extract_slice": _Emitter.op_extract_slice,
     "insert_slice": _Emitter.op_insert_slice,
     "gather": _Emitter.op_gather,
+    "histogram": _Emitter.op_histogram,
     "sort": _Emitter.op_sort,
     "randint": _Emitter.op_random,
     "randint4x": _Emitter.op_random,

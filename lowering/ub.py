@@ -173,6 +173,7 @@ UB_RULES: dict[str, Rule] = {
     "extract_slice": _tile,
     "insert_slice": _tile,
     "gather": _tile,
+    "histogram": _tile,
     "sort": _tile,
     "load": _load,
     "store": _store,
