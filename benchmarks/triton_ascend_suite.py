@@ -33,7 +33,9 @@ Each child's heap is capped (``--memory-limit``), so a test too big for the mach
 ends in a MemoryError (an ``error``) rather than in the kernel's OOM killer.
 
 The installed Triton may predate the checkout: unless ``--no-cann-alias``, a child whose
-Triton lacks ``triton.language.extra.cann`` gets an alias of it (see
+Triton lacks ``triton.language.extra.cann`` gets an alias of it, and one whose Triton
+lacks ``triton.language.extra.kernels`` gets the checkout's own Triton-language kernel
+package, loaded from ``third_party/ascend/language/kernels`` (see
 triton_ascend_shim/triton_cann_alias.py). Under ``--runner triton`` the interpreter
 drops Ascend compile options given at launch (``debug=``, ``multibuffer=``, autotune
 configs' ``num_buffers_warp_spec``), as the compiled path does, unless
@@ -238,10 +240,14 @@ def default_memory_limit() -> float:
 
 
 def child_env(
-    runner: str, cann_alias: bool = True, memory_gib: float | None = None, strict_triton: bool = False
+    runner: str, cann_alias: bool = True, memory_gib: float | None = None, strict_triton: bool = False,
+    checkout: Path | None = None,
 ) -> dict[str, str]:
-    """The environment of a child: shim first on PYTHONPATH, runner, heap cap (GiB)."""
+    """The environment of a child: shim first on PYTHONPATH, runner, heap cap (GiB), and
+    the triton-ascend checkout whose Python-only packages the aliases may load."""
     env = dict(os.environ)
+    if checkout is not None:
+        env["DSL_SUITE_CHECKOUT"] = str(checkout)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SHIM_DIR), env.get("PYTHONPATH", "")) if p)
     env["DSL_SUITE_RUNNER"] = runner
     env["DSL_SUITE_REPO"] = str(REPO_ROOT)
@@ -416,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"runner: {args.runner}; {len(files)} files; " + "; ".join(notes))
     if not files:
         return 0
-    env = child_env(args.runner, not args.no_cann_alias, args.memory_limit, args.strict_triton)
+    env = child_env(args.runner, not args.no_cann_alias, args.memory_limit, args.strict_triton, root)
     problem = preflight(env)
     if problem is not None:
         print(f"runner {args.runner} cannot start: {problem}")

@@ -4,8 +4,8 @@ benchmarks/vs_triton_interpreter.py (this folder is first on their PYTHONPATH).
 With ``DSL_SUITE_RUNNER`` unset it does nothing (``import torch_npu`` still finds the
 shim). Otherwise it installs the torch_npu shim (``torch.npu``, NPU -> CPU), the CPU
 fallback of Triton's driver and, unless ``DSL_SUITE_CANN_ALIAS=0``, the
-``triton.language.extra.cann`` alias for a Triton wheel that predates it
-(triton_cann_alias.py), then the runner:
+``triton.language.extra.cann`` alias for a Triton wheel that predates it and the
+checkout's ``triton.language.extra.kernels`` (triton_cann_alias.py), then the runner:
 
 * ``dsl``: sets ``DSL_TRITON_INTERPRET=1`` and calls ``dsl.triton_compat.install()``,
   so ``@triton.jit`` kernels launched on CPU tensors run in ascend-dsl's interpreter.
@@ -70,6 +70,7 @@ def _install(runner: str) -> None:
             import triton_cann_alias
 
             triton_cann_alias.install()
+            triton_cann_alias.install_kernels(os.environ.get("DSL_SUITE_CHECKOUT"))
     except Exception as error:  # noqa: BLE001
         _fail("torch_npu shim", error)
     if runner == "dsl":

@@ -11,14 +11,22 @@ name ``triton.language`` lacks resolves to ascend-dsl's builtin of that name whe
 there is one (``sub_vec_id``, ``sub_vec_num``, ``PIPE``:
 ``dsl.triton_compat.missing_attribute``). A name none has raises an
 ``AttributeError`` that says so. Nothing happens when the real package exists.
+
+Newer checkouts also ship ``triton.language.extra.kernels``, kernels written in the
+Triton language (``gather_2d_simd``), from ``third_party/ascend/language/kernels``.
+:func:`install_kernels` loads that package from the checkout itself (its path in
+``DSL_SUITE_CHECKOUT``) when the installed Triton lacks it: the kernels are the
+checkout's code, run as any test's kernels are.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 import types
+from pathlib import Path
 from typing import Any
 
 PACKAGE = "triton.language.extra.cann"
@@ -68,4 +76,33 @@ def install() -> bool:
     sys.modules[f"{PACKAGE}.extension"] = extension
     sys.modules[f"{PACKAGE}.libdevice"] = libdevice
     extra.cann = cann
+    return True
+
+
+KERNELS = "triton.language.extra.kernels"
+KERNELS_SOURCE = Path("third_party", "ascend", "language", "kernels")
+
+
+def install_kernels(checkout: str | None) -> bool:
+    """Register the checkout's ``kernels`` package if Triton lacks it; True if it did."""
+    try:
+        importlib.import_module(KERNELS)
+        return False
+    except ImportError:
+        pass
+    if not checkout or not (Path(checkout) / KERNELS_SOURCE / "__init__.py").is_file():
+        return False
+    import triton.language.extra as extra
+
+    folder = Path(checkout) / KERNELS_SOURCE
+    spec = importlib.util.spec_from_file_location(
+        KERNELS, folder / "__init__.py", submodule_search_locations=[str(folder)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[KERNELS] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[KERNELS]
+        raise
+    extra.kernels = module
     return True
