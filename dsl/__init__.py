@@ -98,6 +98,7 @@ from dsl.language import (  # composed math (dsl.mathlib)
     histogram,
     hypot,
     index_select_simd,
+    inline_asm_elementwise,
     insert_slice,
     interleave,
     isfinite,
@@ -192,6 +193,7 @@ __all__ = [
     "isnan", "log10", "nearbyint", "nextafter", "relu", "signbit", "sinh", "trunc",
     "acos", "asin", "atan", "atan2", "broadcast", "topk", "lgamma", "gamma", "erfinv", "cyl_bessel_i0",
     "fast_dividef", "fast_expf", "finitef", "isfinite", "isfinited", "rint",
-    "index_select_simd", "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor",
+    "index_select_simd", "inline_asm_elementwise", "make_tensor_descriptor",
+    "load_tensor_descriptor", "store_tensor_descriptor",
     "PIPE", "sub_vec_id", "sub_vec_num", "sync_block_all", "sync_block_set", "sync_block_wait",
 ]

@@ -1109,6 +1109,8 @@ def _const_int(v: _Visitor, node: ast.AST, value: Any, what: str) -> int:
 
 
 def _dtype_arg(v: _Visitor, node: ast.AST, value: Any) -> DType:
+    if isinstance(value, Unsupported):  # a Triton dtype this project lacks (fp8)
+        raise v.error(node, value.message())
     if not isinstance(value, DType):
         raise v.error(node, f"expected a dtype such as dsl.float32, got {value!r}")
     return value
@@ -1467,6 +1469,8 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
         v.b, ful, sub, offsets, sizes, strides),
     "get_element": lambda v, node, src, indice: sem.get_element(v.b, src, indice),
     "gather": lambda v, node, src, index, axis: sem.gather(v.b, src, index, axis),
+    "inline_asm_elementwise": lambda v, node, asm, constraints, args, dtype, is_pure, pack:
+    sem.inline_asm(v.b, asm, constraints, args, dtype, is_pure, pack),
     "histogram": lambda v, node, input, num_bins, mask: sem.histogram(v.b, input, num_bins,
                                                                       mask),
     "sort": lambda v, node, ptr, dim, descending: sem.sort(v.b, ptr, dim, descending),

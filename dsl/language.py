@@ -354,6 +354,16 @@ def gather(src: Any, index: Any, axis: Any) -> Any:
 
 
 @builtin
+def inline_asm_elementwise(asm: Any, constraints: Any, args: Any, dtype: Any, is_pure: Any,
+                           pack: Any) -> Any:
+    """Device assembly applied to every lane of ``args`` (broadcast together). The NPU
+    build passes the text to triton-ascend; the interpreter evaluates a subset of Ascend
+    scalar assembly (``MOV``, ``ADD``/``SUB``/``MUL`` with a type suffix, ``SYS_CNT``;
+    see ``dsl.inline_asm``) and refuses any other instruction at compile time."""
+    raise _outside("inline_asm_elementwise")
+
+
+@builtin
 def histogram(input: Any, num_bins: Any, mask: Any = None) -> Any:  # noqa: A002
     """int32 counts of a 1-D integer block's values in ``num_bins`` bins of width 1
     starting at 0; lanes where ``mask`` is false are not counted. A counted value

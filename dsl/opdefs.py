@@ -400,6 +400,12 @@ def _check_histogram(op: Op) -> str | None:
     return None
 
 
+def _check_inline_asm(op: Op) -> str | None:
+    if any(v.shape != op.result.shape for v in op.operands) or op.attrs["pack"] != 1:
+        return f"inline_asm of {[str(v.type) for v in op.operands]} is not {op.result.type}"
+    return None
+
+
 def _check_sort(op: Op) -> str | None:
     if not 0 <= op.attrs["axis"] < op.source.rank or op.result.type != op.source.type:
         return f"sort of {op.source.type} along axis {op.attrs['axis']}"
@@ -746,6 +752,10 @@ _STRUCTURAL = [
           _check_histogram, "int32 counts of the source's values in bins [0, 1), [1, 2), ... "
           "[num_bins - 1, num_bins), masked-off lanes not counted; a value outside the bins "
           "is an error (tl.histogram)", attrs=("num_bins",)),
+    OpDef("inline_asm", Signature((), variadic="args"), Effect.PURE, _check_inline_asm,
+          "attrs['asm'] applied to each lane of the args (tl.inline_asm_elementwise); the "
+          "interpreter evaluates attrs['program'], its parse by dsl.inline_asm",
+          attrs=("asm", "constraints", "pack", "is_pure", "program")),
     OpDef("sort", Signature(("source",)), Effect.PURE, _check_sort,
           "the elements sorted along attrs['axis'], ascending or attrs['descending'] "
           "(NaN last ascending, first descending)", attrs=("axis", "descending")),

@@ -44,11 +44,13 @@ Promotion rules (Triton's, numbered; messages refer to them):
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
 
 from dsl import dtypes as dt
+from dsl import inline_asm as asm_eval
 from dsl.dtypes import DType
 from dsl.errors import UNKNOWN_LOC, DSLCompileError, SourceLoc
 from dsl.ir import Block, Op, Type, Value
@@ -755,6 +757,40 @@ def gather(b: Builder, src: Operand, index: Operand, axis: Any) -> Value:
         raise b.error(f"gather() index shape {list(i.shape)} must equal the source's "
                       f"{list(v.shape)} outside axis {ax}")
     return b.emit("gather", [v, i], [Type(v.dtype, i.shape)], attrs={"axis": ax}).result
+
+
+_asm_sites = itertools.count()
+
+
+def inline_asm(b: Builder, asm: Any, constraints: Any, args: Any, dtype: Any, is_pure: Any,
+               pack: Any) -> Value:
+    """``tl.inline_asm_elementwise``: the assembly applied to every lane of ``args``
+    (broadcast together; a scalar result when there are none). The interpreter
+    evaluates the subset of Ascend scalar assembly ``dsl.inline_asm`` knows; anything
+    else is refused here, naming the instruction."""
+    if not isinstance(asm, str) or not isinstance(constraints, str):
+        raise b.error("inline_asm_elementwise() asm and constraints must be strings")
+    if isinstance(dtype, (tuple, list)):
+        raise b.error("inline_asm_elementwise() with several result dtypes is not supported")
+    if not isinstance(dtype, DType):
+        raise b.error(f"inline_asm_elementwise() dtype must be a dtype, got {dtype!r}")
+    if pack != 1:
+        raise b.error(f"inline_asm_elementwise() pack={pack!r} is not supported: the "
+                      "interpreter evaluates one element per instruction (pack=1)")
+    values = [as_value(b, a) for a in as_tuple(args)]
+    try:
+        program = asm_eval.parse(asm, constraints, len(values))
+    except asm_eval.AsmError as err:
+        raise b.error(f"inline_asm_elementwise(): {err}") from None
+    shape: tuple[int, ...] = ()
+    for v in values:
+        shape = broadcast_shapes(b, shape, v.shape, "inline_asm_elementwise")
+    values = [broadcast_to(b, v, shape) for v in values]
+    attrs = {"asm": asm, "constraints": constraints, "pack": 1, "is_pure": bool(is_pure),
+             "program": program}
+    if not is_pure:  # never merged with an identical call (SYS_CNT reads differ)
+        attrs["site"] = next(_asm_sites)
+    return b.emit("inline_asm", values, [Type(dtype, shape)], attrs=attrs).result
 
 
 def histogram(b: Builder, x: Operand, num_bins: Any, mask: Operand | None) -> Value:

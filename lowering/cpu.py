@@ -468,6 +468,8 @@ UNLOWERABLE_FORMS = {
     "if": lambda op: "its CPU pipeline cannot lower an if whose branches yield a block "
                      "(a memref reaches llvm.cond_br); yield scalars, or select with where"
                      if any(r.shape for r in op.results) else None,
+    "inline_asm": lambda op: "inline_asm_elementwise holds the NPU's assembly, which no "
+                             "x86 assembler takes",
 }
 
 

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dsl import inline_asm as asm_eval
 from dsl import philox
 from dsl.errors import DataRaceError, DeviceAssertionError, DSLRuntimeError
 from dsl.ir import Block, Function, Op, Value, walk_block
@@ -699,6 +700,14 @@ class Interpreter:
                 f"{op.loc}: gather in kernel '{self.fn.name}': index {bad} is outside axis "
                 f"{op.attrs['axis']} of length {src.shape[axis]}\n{op.loc.excerpt()}")
         frame.set(op.result, np.take_along_axis(src, idx, axis=axis))
+
+    def op_inline_asm(self, op: Op, frame: Frame) -> None:
+        args = [self._full(v, frame) for v in op.operands]
+        rows = max((a.shape[0] for a in args), default=frame.size)
+        shape = (rows,) + op.result.shape
+        frame.set(op.result, asm_eval.evaluate(
+            op.attrs["program"], [np.broadcast_to(a, shape) for a in args], shape,
+            op.result.dtype.np))
 
     def op_histogram(self, op: Op, frame: Frame) -> None:
         bins = op.attrs["num_bins"]
@@ -1357,6 +1366,7 @@ HANDLERS: dict[str, Callable[[Interpreter, Op, Frame], None]] = {
     "insert_slice": Interpreter.op_insert_slice,
     "gather": Interpreter.op_gather,
     "histogram": Interpreter.op_histogram,
+    "inline_asm": Interpreter.op_inline_asm,
     "sort": Interpreter.op_sort,
     "randint": Interpreter.op_randint,
     "randint4x": Interpreter.op_randint4x,

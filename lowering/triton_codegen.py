@@ -325,6 +325,12 @@ class _Emitter:
         self.emit(f"{self.define(op.result)} = tl.gather({self.name(op.source)}, "
                   f"{self.name(op.require('index'))}, {op.attrs['axis']})", indent, op.loc)
 
+    def op_inline_asm(self, op: Op, indent: int) -> None:
+        args = ", ".join(self.name(v) for v in op.operands)
+        self.emit(f"{self.define(op.result)} = tl.inline_asm_elementwise("
+                  f"{op.attrs['asm']!r}, {op.attrs['constraints']!r}, [{args}], "
+                  f"{op.result.dtype.triton_name}, {op.attrs['is_pure']}, 1)", indent, op.loc)
+
     def op_histogram(self, op: Op, indent: int) -> None:
         src, bins = self.name(op.source), op.attrs["num_bins"]
         if op.mask is None:
@@ -541,6 +547,7 @@ EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
     "insert_slice": _Emitter.op_insert_slice,
     "gather": _Emitter.op_gather,
     "histogram": _Emitter.op_histogram,
+    "inline_asm": _Emitter.op_inline_asm,
     "sort": _Emitter.op_sort,
     "randint": _Emitter.op_random,
     "randint4x": _Emitter.op_random,

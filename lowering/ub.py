@@ -174,6 +174,7 @@ UB_RULES: dict[str, Rule] = {
     "insert_slice": _tile,
     "gather": _tile,
     "histogram": _tile,
+    "inline_asm": _tile,
     "sort": _tile,
     "load": _load,
     "store": _store,

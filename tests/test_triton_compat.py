@@ -172,18 +172,18 @@ def test_rank_configs_by_ub_fit(toolchain):
 
 
 @triton.jit
-def uses_inline_asm(x_ptr, out_ptr, N: tl.constexpr):
+def uses_fp8(x_ptr, out_ptr, N: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, N))
-    h = tl.inline_asm_elementwise("ADD.s64 $0, $1, $1", "=l,l", [x], tl.int64, True, 1)
-    tl.store(out_ptr + tl.arange(0, N), h)
+    h = x.to(tl.float8e5)
+    tl.store(out_ptr + tl.arange(0, N), h.to(tl.float32))
 
 
 def test_unsupported_triton_feature_fails_at_its_line_naming_it():
     with pytest.raises(dsl.DSLCompileError) as info:
-        dsl.from_triton(uses_inline_asm)(np.zeros(16, np.int64), np.zeros(16, np.int64), N=16)
+        dsl.from_triton(uses_fp8)(np.zeros(16, np.float32), np.zeros(16, np.float32), N=16)
     message = str(info.value)
-    assert "missing feature" in message and "inline_asm_elementwise" in message
-    assert "h = tl.inline_asm_elementwise(" in message and "test_triton_compat.py" in message
+    assert "missing feature: dtype tl.fp8e5" in message
+    assert "h = x.to(tl.float8e5)" in message and "test_triton_compat.py" in message
 
 
 @triton.jit
