@@ -66,6 +66,7 @@ from lowering import workers
 from lowering.buffers import scratch
 from lowering.lanes import (
     Affine,
+    BoxedValues,
     BoxMask,
     LaneMask,
     Lanes,
@@ -209,6 +210,7 @@ class Interpreter:
         self.only: set[int] | None = None  # during the pre-pass: the ops to run
         self.sites: dict[int, AccessSite] = {}
         self._address_only: dict[int, bool] = {}  # value uid -> read by loads alone
+        self._boxed_loads: dict[int, bool] = {}  # load id -> only stored under its mask
         self.consts: dict[int, np.ndarray] = {}
         self.block_sizes: dict[int, int] = {}
         self.dying = facts.dying
@@ -826,8 +828,21 @@ class Interpreter:
         # a chunk's values die with it: its loads may reuse the previous chunk's buffers
         allocate = functools.partial(scratch, id(op)) if frame.pooled and not self.checking \
             else np.empty
-        value = load(buffer, offset, mask, other, not self.independent, allocate)
+        value = load(buffer, offset, mask, other, not self.independent, allocate,
+                     boxed=mask is not None and self._stored_under_its_mask(op))
         frame.set(op.result, value)
+
+    def _stored_under_its_mask(self, op: Op) -> bool:
+        """True when stores under the load's own mask are the only readers of its value:
+        it may then stay ``BoxedValues``, the valid box without the padding around it."""
+        known = self._boxed_loads.get(id(op))
+        if known is None:
+            known = op.result.has_uses and all(
+                user.defn.effect is Effect.WRITE and user.mask is op.mask and
+                all(v is not op.result for v in user.operands if v is not user.value)
+                for user in op.result.users)
+            self._boxed_loads[id(op)] = known
+        return known
 
     def _widened(self, op: Op, tensor: BoundTensor, rows: int) -> np.ndarray:
         """The buffer a load of dot operands reads (``_dot_operand_loads``): a float32
@@ -874,7 +889,8 @@ class Interpreter:
         if self.full_race:
             self._track(op, frame, index, mask, write=True)
         if value is None:
-            value = materialize(frame.get(op.value))
+            value = frame.get(op.value)  # a BoxedValues stays one (``_stored_under_its_mask``)
+            value = value if isinstance(value, BoxedValues) else materialize(value)
         shape = (frame.size,) + op.value.shape
         self.journal.store(tensor.buffer, frame.get(op.offset), value, mask, shape)
 

@@ -23,6 +23,12 @@ loaded) has one more, made only for an index that nothing but loads reads:
 - ``RowRuns``: ``starts[row, i_0, ..., i_{d-1}] + step * i_d``: a run along the last
   axis from a start that may differ for every lane of the leading axes.
 
+A masked load whose value only stores under the same mask read has one data form:
+
+- ``BoxedValues``: the loaded box of each row, without the padding around it (a
+  row of an embedding table, 300 wide, in a block of 512), which the store writes
+  as it is.
+
 All know how to materialise themselves exactly (with the IR dtype's wrap-around; a
 lazy form is only made when no value leaves the dtype's range), and the interpreter
 falls back to materialising whenever an op is not one of the few that preserve the
@@ -324,9 +330,42 @@ class RowRuns:
         return RowRuns(self.starts[rows], self.shape, self.step, self.dtype)
 
 
+@dataclass(frozen=True)
+class BoxedValues:
+    """A masked load's values kept as its valid lanes alone: ``values`` is
+    (rows, *extents), the box at the origin of each row's block of ``shape`` (the same
+    box for every row); the other lanes hold ``other`` (0 when absent). Made only for a
+    load that nothing but stores under the same mask read, so the padding is never
+    written, copied or looked at (``Interpreter._stored_under_its_mask``)."""
+
+    values: np.ndarray
+    shape: tuple[int, ...]
+    other: object | None
+
+    @property
+    def extents(self) -> tuple[int, ...]:
+        return self.values.shape[1:]
+
+    def materialize(self) -> np.ndarray:
+        rows = self.values.shape[0]
+        out = np.empty((rows,) + self.shape, self.values.dtype)
+        out[...] = 0 if self.other is None else materialize(self.other)
+        out[(slice(None),) + tuple(slice(0, e) for e in self.extents)] = self.values
+        return out
+
+    def take(self, rows: np.ndarray) -> BoxedValues:
+        if self.values.shape[0] == 1:
+            return self
+        other = None if self.other is None else take_rows(self.other, rows)
+        return BoxedValues(self.values[rows], self.shape, other)
+
+
+_LAZY = (Lanes, LaneMask, Affine, BoxMask, RowRuns, BoxedValues)
+
+
 def materialize(x: object) -> np.ndarray:
     """An ndarray for a runtime value, lazy or not."""
-    if isinstance(x, (Lanes, LaneMask, Affine, BoxMask, RowRuns)):
+    if isinstance(x, _LAZY):
         return x.materialize()
     assert isinstance(x, np.ndarray)
     return x
@@ -334,7 +373,7 @@ def materialize(x: object) -> np.ndarray:
 
 def take_rows(x: object, rows: np.ndarray) -> object:
     """Restrict a runtime value to ``rows`` of the batch (row-uniform values stay as they are)."""
-    if isinstance(x, (Lanes, LaneMask, Affine, BoxMask, RowRuns)):
+    if isinstance(x, _LAZY):
         return x.take(rows)
     if not isinstance(x, np.ndarray):
         return x  # a bound tensor: the same for every row

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dsl.errors import DataRaceError, OutOfBoundsError, SourceLoc
-from lowering.lanes import Affine, BoxMask, LaneMask, Lanes, RowRuns, materialize
+from lowering.lanes import Affine, BoxedValues, BoxMask, LaneMask, Lanes, RowRuns, materialize
 
 # How a load allocates its result: ``np.empty``, or a pooled buffer (contents undefined)
 Allocate = Callable[[tuple[int, ...], np.dtype], np.ndarray]
@@ -213,7 +213,8 @@ def _runs_within(runs: RowRuns, mask: object | None, numel: int) -> bool:
 
 
 def _load_runs(buffer: np.ndarray, runs: RowRuns, mask: object | None, other: object | None,
-               allocate: Allocate = np.empty) -> np.ndarray | None:
+               allocate: Allocate = np.empty, boxed: bool = False
+               ) -> np.ndarray | BoxedValues | None:
     """A load through ``RowRuns``: each valid run is one window of a sliding-window view
     of ``buffer``, picked by its start (a row copy, as ``table[ids]`` is). None when the
     mask is not a box."""
@@ -232,9 +233,11 @@ def _load_runs(buffer: np.ndarray, runs: RowRuns, mask: object | None, other: ob
             buffer, shape=(positions, length), strides=(item, runs.step * item),
             writeable=False)
         picked.append((sel, extent, windows[starts]))
-    if len(picked) == 1 and isinstance(picked[0][0], slice) and \
-            tuple(picked[0][1]) == runs.shape and picked[0][2].shape[0] == rows:
-        return picked[0][2]
+    if len(picked) == 1 and isinstance(picked[0][0], slice) and picked[0][2].shape[0] == rows:
+        if tuple(picked[0][1]) == runs.shape:
+            return picked[0][2]
+        if boxed:
+            return BoxedValues(picked[0][2], runs.shape, other)
     out = _around(shape, buffer.dtype, other, [(sel, extent) for sel, extent, _ in picked],
                   allocate)
     for sel, extent, values in picked:
@@ -370,13 +373,16 @@ def _contiguous_run(offset: object, mask: object | None, rows: int | None = None
 
 
 def load(buffer: np.ndarray, offset: object, mask: object | None, other: object | None,
-         copy: bool, allocate: Allocate = np.empty) -> np.ndarray:
+         copy: bool, allocate: Allocate = np.empty, boxed: bool = False
+         ) -> np.ndarray | BoxedValues:
     """Gather ``buffer[offset]`` for active lanes, ``other`` elsewhere. The result may
-    have size-1 axes where the offsets do not vary (NumPy broadcasting semantics)."""
+    have size-1 axes where the offsets do not vary (NumPy broadcasting semantics).
+    ``boxed``: the caller only stores the value under the same mask, so a gather whose
+    valid lanes form one box over every row may return ``BoxedValues`` (no padding)."""
     if mask is not None and isinstance(mask, LaneMask) and mask.all_true():
         mask = None
     if isinstance(offset, RowRuns):
-        picked = _load_runs(buffer, offset, mask, other, allocate)
+        picked = _load_runs(buffer, offset, mask, other, allocate, boxed)
         if picked is not None:
             return picked
     access = affine_access(offset, mask)
@@ -528,18 +534,21 @@ class StoreJournal:
     _pending: list[tuple[np.ndarray, object, np.ndarray]] = field(default_factory=list)
     _undo: list[tuple[np.ndarray, object, np.ndarray]] = field(default_factory=list)
 
-    def store(self, buffer: np.ndarray, offset: object, value: np.ndarray, mask: object | None,
-              shape: tuple[int, ...]) -> None:
+    def store(self, buffer: np.ndarray, offset: object, value: np.ndarray | BoxedValues,
+              mask: object | None, shape: tuple[int, ...]) -> None:
+        """Write ``value`` at ``offset`` in the active lanes (``BoxedValues``: a load's
+        box, stored under the mask it was loaded with)."""
         if mask is not None and isinstance(mask, LaneMask) and mask.all_true():
             mask = None
         run = _contiguous_run(offset, mask, rows=shape[0])
         if run is not None:
             lo, count = run
-            flat = np.broadcast_to(value, shape).reshape(-1)[:count]
+            flat = np.broadcast_to(materialize(value), shape).reshape(-1)[:count]
             self._write(buffer, slice(lo, lo + count), flat)
             return
         if self._store_affine(buffer, offset, value, mask, shape):
             return
+        value = materialize(value)
         off = np.broadcast_to(materialize(offset), shape)
         vals = np.broadcast_to(value, shape)
         if mask is not None:
@@ -547,7 +556,7 @@ class StoreJournal:
             off, vals = off[m], vals[m]
         self._write(buffer, off.reshape(-1), vals.reshape(-1))
 
-    def _store_affine(self, buffer: np.ndarray, offset: object, value: np.ndarray,
+    def _store_affine(self, buffer: np.ndarray, offset: object, value: np.ndarray | BoxedValues,
                       mask: object | None, shape: tuple[int, ...]) -> bool:
         """Write an affine store through strided windows when its lanes provably hit
         distinct elements (then the order of the writes cannot matter), in the
@@ -560,15 +569,21 @@ class StoreJournal:
         groups = access.groups()
         if groups is None:
             return False
-        values = np.broadcast_to(value, shape)
         if access.extents.shape[0] == 1 and shape[0] > 1:
             return False  # every row writes the same elements: not injective across rows
+        if isinstance(value, BoxedValues) and not (
+                len(groups) == 1 and tuple(groups[0][1]) == value.extents and
+                value.values.shape[0] == shape[0]):
+            value = value.materialize()
+        values = value if isinstance(value, BoxedValues) else np.broadcast_to(value, shape)
         for sel, extents, first, step in groups:
             if (extents == 0).any():
                 continue
             count = sel.stop - sel.start if isinstance(sel, slice) else sel.shape[0]
             window = access.window(buffer, count, extents, first, step, writeable=True)
-            self._write(window, Ellipsis, values[_box(sel, extents)])  # in the journal's mode
+            part = values.values[sel] if isinstance(values, BoxedValues) else \
+                values[_box(sel, extents)]
+            self._write(window, Ellipsis, part)  # in the journal's mode
         return True
 
     def _write(self, buffer: np.ndarray, where: object, values: np.ndarray) -> None:

@@ -256,3 +256,65 @@ def test_a_loaded_row_outside_the_table_names_the_lane_and_writes_nothing(bad, r
         gather_rows[(4,)](ids, table, out, 50, 13, ROWS=16, COLS=16, KEEP_INDEX=False)
     assert "program id (2, 0, 0), lane 80" in str(err.value)  # row 5 of program 2, column 0
     assert not out.any()
+
+
+@pytest.fixture
+def load_results(monkeypatch):
+    """The type of every value the interpreter's loads return."""
+    import lowering.interpreter as interp
+
+    seen: list[type] = []
+    real = interp.load
+
+    def spy(*args, **kwargs):
+        value = real(*args, **kwargs)
+        seen.append(type(value))
+        return value
+
+    monkeypatch.setattr(interp, "load", spy)
+    return seen
+
+
+@dsl.jit
+def gather_rows_to(ids, dest, table, out, n_ids, dim, ROWS: dsl.constexpr,
+                   COLS: dsl.constexpr, SCATTER: dsl.constexpr):
+    """out[dest[t], :] = table[ids[t], :] (SCATTER) or out[t, :] = table[ids[t], :]."""
+    t = dsl.program_id(0) * ROWS + dsl.arange(0, ROWS)
+    c = dsl.arange(0, COLS)[None, :]
+    inside = t < n_ids
+    row = dsl.load(ids, t, inside, other=0)[:, None]
+    to = dsl.load(dest, t, inside, other=0)[:, None] if SCATTER else t[:, None]
+    mask = inside[:, None] & (c < dim)
+    dsl.store(out, to * dim + c, dsl.load(table, row * dim + c, mask, other=7.0), mask)
+
+
+@pytest.mark.parametrize("scatter", [False, True])
+def test_a_gather_only_stored_under_its_mask_keeps_no_padding(scatter, load_results):
+    """Rows of 13 in a block of 16: the load hands the store its 13 valid columns
+    (``BoxedValues``); the store writes them through windows, or, scattered through
+    loaded row numbers, after padding them back."""
+    from lowering.lanes import BoxedValues
+
+    rng = np.random.default_rng(9)
+    table = rng.standard_normal((40, 13)).astype(np.float32)
+    ids = rng.integers(0, 40, 64).astype(np.int32)
+    dest = rng.permutation(64).astype(np.int32)
+    out = np.full((64, 13), np.nan, np.float32)
+    gather_rows_to[(4,)](ids, dest, table, out, 64, 13, ROWS=16, COLS=16, SCATTER=scatter)
+    want = np.empty_like(out)
+    want[dest if scatter else np.arange(64)] = table[ids]
+    np.testing.assert_array_equal(out, want)
+    assert BoxedValues in load_results
+
+
+def test_a_ragged_gather_or_one_read_by_other_ops_is_padded(load_results):
+    """The last tile of 50 rows is short (two boxes): the block is padded as before."""
+    from lowering.lanes import BoxedValues
+
+    rng = np.random.default_rng(10)
+    table = rng.standard_normal((40, 13)).astype(np.float32)
+    ids = rng.integers(0, 40, 50).astype(np.int32)
+    out = np.full((50, 13), np.nan, np.float32)
+    gather_rows_to[(4,)](ids, ids, table, out, 50, 13, ROWS=16, COLS=16, SCATTER=False)
+    np.testing.assert_array_equal(out, table[ids])
+    assert BoxedValues not in load_results
