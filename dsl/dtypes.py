@@ -88,6 +88,45 @@ class DType:
     def is_fp64(self) -> bool:
         return self.name == "float64"
 
+    def is_fp8(self) -> bool:
+        return False  # the language has no fp8 dtypes
+
+    def is_standard_floating(self) -> bool:
+        return self.is_float
+
+    def is_int1(self) -> bool:
+        return self.is_bool
+
+    def is_int8(self) -> bool:
+        return self.name == "int8"
+
+    def is_int16(self) -> bool:
+        return self.name == "int16"
+
+    def is_int32(self) -> bool:
+        return self.name == "int32"
+
+    def is_int64(self) -> bool:
+        return self.name == "int64"
+
+    def is_uint8(self) -> bool:
+        return self.name == "uint8"
+
+    def is_uint16(self) -> bool:
+        return self.name == "uint16"
+
+    def is_uint32(self) -> bool:
+        return self.name == "uint32"
+
+    def is_uint64(self) -> bool:
+        return self.name == "uint64"
+
+    def is_ptr(self) -> bool:
+        return False  # a tensor argument's .dtype is its element type here
+
+    def is_block(self) -> bool:
+        return False
+
     @property
     def primitive_bitwidth(self) -> int:
         return self.bits

@@ -25,6 +25,8 @@ import inspect
 import linecache
 import math
 import textwrap
+import types
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -418,6 +420,15 @@ class _Visitor:
         if isinstance(target, ast.Name):
             self.scope[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
+            if self.src.triton and isinstance(value, (tuple, list)) and \
+                    len(value) > len(target.elts):
+                # Triton's code generator zips the names with the values, so the extra
+                # values are dropped (``x, y = a, b if c else d, e`` is three values)
+                loc = self.src.loc(target)
+                warnings.warn_explicit(f"{len(value)} values assigned to {len(target.elts)} "
+                                       "names; the extra values are dropped, as Triton does",
+                                       SyntaxWarning, loc.file, loc.line)
+                value = tuple(value)[:len(target.elts)]
             if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
                 raise self.error(target, "cannot unpack: the value is not a tuple of "
                                          f"{len(target.elts)} items")
@@ -757,6 +768,11 @@ class _Visitor:
     def expr_Attribute(self, node: ast.Attribute) -> Any:
         base = self.expr(node.value)
         attr = node.attr
+        if self.src.triton and sem.is_pyscalar(base) and (
+                attr in ("to", "cast", "dtype") or attr in _VALUE_METHODS):
+            # Triton's code generator makes a number assigned to a name a scalar tensor,
+            # so ``base_idx = 0; base_idx.to(index.dtype.element_ty)`` is valid there
+            base = sem.as_value(self.b, base)
         if _is_value(base):
             if attr in ("to", "cast"):
                 return _Method(base, "to")
@@ -797,6 +813,9 @@ class _Visitor:
                 return base.dims if attr == "shape" else _ViewStride(base)
             raise self.error(node, f"a tensor argument has no attribute '{attr}' (has .dtype, "
                                    ".shape, .stride(i))")
+        if isinstance(base, DType) and attr in ("is_int", "is_bool") and self.src.triton:
+            # methods of Triton's dtype (``x.dtype.is_int()``) that are properties here
+            return types.MethodType(lambda dtype, name=attr: getattr(dtype, name), base)
         if inspect.ismodule(base) or isinstance(base, (DType, type)):
             if not hasattr(base, attr):
                 if self.src.triton and inspect.ismodule(base):

@@ -64,3 +64,13 @@ def test_no_kernel_package_in_the_checkout_installs_nothing(tmp_path, torch):
     done = _run(tmp_path)
     assert done.returncode != 0
     assert "AssertionError" in done.stderr
+
+
+def test_default_device_npu_is_the_cpu(torch):
+    code = ("import torch, torch_npu; torch.set_default_device('npu'); "
+            "t = torch.empty(3); print(t.device.type)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SHIM), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "cpu"

@@ -614,3 +614,34 @@ def test_the_launched_kernel_launches_again_like_a_compiled_triton_kernel(torch)
     assert torch.equal(x, torch.full((10,), 5.0))
     handle[(1,)](x, 7, 4)
     assert torch.equal(x[:4], torch.full((4,), 7.0)) and torch.equal(x[4:], torch.full((6,), 5.0))
+
+
+@triton.jit
+def triton_assignment_rules(x_ptr, out_ptr, A, B, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    big, small = A, B if A > B else B, A  # three values: Triton keeps the first two
+    start = 0
+    start = start.to(x_ptr.dtype.element_ty)  # a number assigned to a name is a tensor
+    if x.dtype.is_int() and not x.dtype.is_fp8() and not x.dtype.is_bool():
+        x = x + start + big * 10 + small
+    tl.store(out_ptr + tl.arange(0, N), x)
+
+
+def test_triton_assignment_rules_numbers_tuples_and_dtype_predicates():
+    x = np.arange(4, dtype=np.int32)
+    out = np.zeros(4, np.int32)
+    with pytest.warns(SyntaxWarning, match="3 values assigned to 2 names; the extra values "
+                                           "are dropped, as Triton does"):
+        dsl.from_triton(triton_assignment_rules)[(1,)](x, out, 3, 5, N=4)
+    np.testing.assert_array_equal(out, x + 35)  # big = A = 3, small = B = 5
+
+
+def test_fewer_values_than_names_is_still_an_error():
+    @triton.jit
+    def short(out_ptr, A):
+        x, y, z = A, A
+        tl.store(out_ptr, x + y + z)
+
+    with pytest.raises(dsl.DSLCompileError, match="cannot unpack: the value is not a tuple "
+                                                  "of 3 items"):
+        dsl.from_triton(short)[(1,)](np.zeros(1, np.int32), 1)

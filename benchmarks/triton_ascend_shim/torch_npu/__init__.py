@@ -10,8 +10,9 @@ It owns three things, all installed on import (idempotent):
 * The device mapping: ``npu`` becomes PyTorch's renamed PrivateUse1 backend, so
   ``torch.device("npu")`` parses, and a global ``TorchFunctionMode`` rewrites every
   ``device=`` keyword naming the NPU (``"npu"``, ``"npu:0"``, ``torch.device("npu")``,
-  a bare device index) and the device argument of ``Tensor.to(...)`` to the CPU.
-  ``Tensor.npu()`` and ``Module.npu()`` return their receiver.
+  a bare device index) and the device argument of ``Tensor.to(...)`` to the CPU;
+  ``torch.set_default_device("npu")`` sets the CPU. ``Tensor.npu()`` and
+  ``Module.npu()`` return their receiver.
 * ``torch_npu.npu_*`` functions with an obvious CPU meaning: ``npu_fusion_attention``
   (forward only, as a reference).
 
@@ -77,6 +78,15 @@ class NpuToCpuMode(TorchFunctionMode):
         if func is torch.Tensor.to and len(args) > 1 and _is_npu(args[1]):
             args = (args[0], _CPU, *args[2:])
         return func(*args, **(kwargs or {}))
+
+
+_set_default_device = torch.set_default_device
+
+
+def _set_default_device_npu_to_cpu(device: Any) -> None:
+    """``torch.set_default_device("npu")`` makes the CPU the default (factory calls with
+    no ``device=`` would otherwise reach the empty PrivateUse1 backend)."""
+    _set_default_device(_CPU if _is_npu(device) else device)
 
 
 def _tensor_npu(self: torch.Tensor, device: Any = None, non_blocking: bool = False, **_: Any) -> torch.Tensor:
@@ -392,6 +402,7 @@ def install() -> None:
     sys.modules.setdefault("torch_npu.npu.utils", npu)
     torch.Tensor.npu = _tensor_npu
     torch.nn.Module.npu = _module_npu
+    torch.set_default_device = _set_default_device_npu_to_cpu
     _mode = NpuToCpuMode()
     _mode.__enter__()
 
