@@ -239,6 +239,8 @@ def _compile_cpu(generated: GeneratedKernel, root: Path, options: Options,
     linalg = front.stage("linalg", "ttadapter", front.ttir())
     check_linalg(linalg)
     _refuse_library_calls(linalg, generated.name)
+    linalg = lower_hfusion_histograms(linalg)
+    refuse_hfusion_ops(linalg, generated.name)
     llir = front.run("llir", lambda: _linalg_to_llir(linalg, options.llvm_root))
     types = _signature(llir, generated.name)
     front.run("shared-object", lambda: _link(llir, tools, library))
@@ -313,6 +315,20 @@ def lower_hfusion_histograms(linalg: str) -> str:
     return _HFUSION_HISTOGRAM.sub(loop, linalg)
 
 
+_HFUSION_OP = re.compile(r"\bhfusion\.(\w+)")
+
+
+def refuse_hfusion_ops(linalg: str, kernel: str) -> None:
+    """CompiledCPUError naming any Ascend-only ``hfusion`` op left in the Linalg module
+    (after ``lower_hfusion_histograms``): upstream MLIR cannot parse them."""
+    ops = sorted(set(_HFUSION_OP.findall(linalg)))
+    if ops:
+        raise CompiledCPUError(
+            f"compiled-CPU mode cannot run {kernel}: triton-ascend lowers it to Ascend's "
+            f"{', '.join('hfusion.' + op for op in ops)}, which has no CPU lowering here "
+            "(run it in the interpreter; it lowers to HIVM for the NPU)")
+
+
 # Ascend layout hints (``annotation.mark %buf {MayImplicitTransposeWithLastAxis}``)
 # that upstream MLIR cannot parse; they carry no semantics for a CPU.
 _ANNOTATION = re.compile(r"^\s*annotation\.mark [^\n]*\n", re.MULTILINE)
@@ -322,7 +338,7 @@ def _linalg_to_llir(linalg: str, llvm_root: Path) -> str:
     """triton-ascend's Linalg -> LLVM IR step, in a child process whose environment
     names the MLIR/LLVM installation (``lowering.llir_stage``)."""
     with workdir("llir") as work:
-        (work / "kernel.mlir").write_text(lower_hfusion_histograms(_ANNOTATION.sub("", linalg)))
+        (work / "kernel.mlir").write_text(_ANNOTATION.sub("", linalg))
         if _LIBM_ONLY.search(linalg):
             run_tool("llir", [llvm_root / "bin" / "mlir-opt", work / "kernel.mlir",
                               "--convert-math-to-libm", "-o", work / "kernel.mlir"])

@@ -184,3 +184,16 @@ def test_dot_scaled_errors_name_the_problem(fmt, groups, match):
     with pytest.raises(dsl.DSLCompileError, match=match):
         dsl.from_triton(scaled_matmul)[(1,)](a, sa, b, sb, np.zeros((32, 48), np.float32),
                                              M=32, N=48, K=64, G=groups, FMT=fmt)
+
+
+def test_histogram_rewrite_and_leftover_hfusion_ops(cpu_toolchain):
+    """The text rewrite: a histogram becomes a loop; an hfusion op it does not know is
+    refused by name instead of failing in MLIR's parser."""
+    linalg = ("    %3 = hfusion.histogram %2, 8 : tensor<64xi32> -> tensor<8xi32>\n"
+              "    %4 = hfusion.mystery %3 : tensor<8xi32>\n")
+    lowered = cpu_toolchain.lower_hfusion_histograms(linalg)
+    assert "hfusion.histogram" not in lowered and "%3 = scf.for" in lowered
+    with pytest.raises(cpu_toolchain.CompiledCPUError, match="hfusion.mystery"):
+        cpu_toolchain.refuse_hfusion_ops(lowered, "k")
+    cpu_toolchain.refuse_hfusion_ops(cpu_toolchain.lower_hfusion_histograms(linalg.splitlines()[0]),
+                                     "k")  # nothing left: no error
