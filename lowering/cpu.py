@@ -238,9 +238,8 @@ def _compile_cpu(generated: GeneratedKernel, root: Path, options: Options,
                          "allowed_dot_input_precisions": ("ieee", "hf32")})
     linalg = front.stage("linalg", "ttadapter", front.ttir())
     check_linalg(linalg)
-    _refuse_library_calls(linalg, generated.name)
     linalg = lower_hfusion_histograms(linalg)
-    refuse_hfusion_ops(linalg, generated.name)
+    refuse_ascend_only_ops(linalg, generated.name)
     llir = front.run("llir", lambda: _linalg_to_llir(linalg, options.llvm_root))
     types = _signature(llir, generated.name)
     front.run("shared-object", lambda: _link(llir, tools, library))
@@ -252,21 +251,6 @@ def _compile_cpu(generated: GeneratedKernel, root: Path, options: Options,
 # Math ops that MLIR's convert-math-to-llvm (triton-ascend's CPU pipeline) leaves
 # alone; converted to C library calls (the shim's definitions) beforehand.
 _LIBM_ONLY = re.compile(r"\bmath\.(erf)\b")
-
-
-_TENSOR_LIBRARY_CALL = re.compile(r"func\.func private @(\w+)\([^)]*tensor<")
-
-
-def _refuse_library_calls(linalg: str, kernel: str) -> None:
-    """triton-ascend lowers some builtins (``flip``: ``triton_flip``) to calls of an
-    Ascend library function on whole tensors; nothing implements them on a CPU, and
-    the CPU pipeline cannot bufferize them. Refuse such kernels by name."""
-    calls = sorted(set(_TENSOR_LIBRARY_CALL.findall(linalg)))
-    if calls:
-        raise CompiledCPUError(
-            f"compiled-CPU mode cannot run {kernel}: triton-ascend lowers it to Ascend "
-            f"library call(s) {', '.join(calls)} on whole tensors, which have no CPU "
-            "implementation (run it in the interpreter; it lowers to HIVM for the NPU)")
 
 
 # ``tl.histogram`` reaches Linalg as the Ascend-only ``hfusion.histogram`` (triton-ascend's
@@ -315,18 +299,24 @@ def lower_hfusion_histograms(linalg: str) -> str:
     return _HFUSION_HISTOGRAM.sub(loop, linalg)
 
 
+_TENSOR_LIBRARY_CALL = re.compile(r"func\.func private @(\w+)\([^)]*tensor<")
 _HFUSION_OP = re.compile(r"\bhfusion\.(\w+)")
 
 
-def refuse_hfusion_ops(linalg: str, kernel: str) -> None:
-    """CompiledCPUError naming any Ascend-only ``hfusion`` op left in the Linalg module
-    (after ``lower_hfusion_histograms``): upstream MLIR cannot parse them."""
+def refuse_ascend_only_ops(linalg: str, kernel: str) -> None:
+    """CompiledCPUError naming what triton-ascend lowered to Ascend-only code that has
+    no CPU lowering: calls of an Ascend library function on whole tensors (``flip``:
+    ``triton_flip``; the CPU pipeline cannot bufferize them either), and ``hfusion``
+    ops left after ``lower_hfusion_histograms`` (upstream MLIR cannot parse them)."""
+    calls = sorted(set(_TENSOR_LIBRARY_CALL.findall(linalg)))
     ops = sorted(set(_HFUSION_OP.findall(linalg)))
-    if ops:
+    found = ([f"Ascend library call(s) {', '.join(calls)} on whole tensors"] if calls else []) \
+        + ([f"Ascend's {', '.join('hfusion.' + op for op in ops)}"] if ops else [])
+    if found:
         raise CompiledCPUError(
-            f"compiled-CPU mode cannot run {kernel}: triton-ascend lowers it to Ascend's "
-            f"{', '.join('hfusion.' + op for op in ops)}, which has no CPU lowering here "
-            "(run it in the interpreter; it lowers to HIVM for the NPU)")
+            f"compiled-CPU mode cannot run {kernel}: triton-ascend lowers it to "
+            f"{' and '.join(found)}, which have no CPU implementation (run it in the "
+            "interpreter; it lowers to HIVM for the NPU)")
 
 
 # Ascend layout hints (``annotation.mark %buf {MayImplicitTransposeWithLastAxis}``)

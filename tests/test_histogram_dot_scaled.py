@@ -194,6 +194,6 @@ def test_histogram_rewrite_and_leftover_hfusion_ops(cpu_toolchain):
     lowered = cpu_toolchain.lower_hfusion_histograms(linalg)
     assert "hfusion.histogram" not in lowered and "%3 = scf.for" in lowered
     with pytest.raises(cpu_toolchain.CompiledCPUError, match="hfusion.mystery"):
-        cpu_toolchain.refuse_hfusion_ops(lowered, "k")
-    cpu_toolchain.refuse_hfusion_ops(cpu_toolchain.lower_hfusion_histograms(linalg.splitlines()[0]),
-                                     "k")  # nothing left: no error
+        cpu_toolchain.refuse_ascend_only_ops(lowered, "k")
+    only_histogram = cpu_toolchain.lower_hfusion_histograms(linalg.splitlines()[0])
+    cpu_toolchain.refuse_ascend_only_ops(only_histogram, "k")  # nothing left: no error
