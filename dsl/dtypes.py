@@ -7,10 +7,19 @@ rules live in ``dsl.semantic`` and nowhere else.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
+
+
+def _named(name: str) -> Callable[[DType], bool]:
+    """A Triton dtype predicate: true for the dtype called ``name`` alone."""
+    def predicate(self: DType) -> bool:
+        return self.name == name
+    predicate.__name__ = f"is_{name}"
+    return predicate
 
 
 @dataclass(frozen=True)
@@ -76,18 +85,6 @@ class DType:
     def is_int_unsigned(self) -> bool:
         return self.is_unsigned
 
-    def is_fp16(self) -> bool:
-        return self.name == "float16"
-
-    def is_bf16(self) -> bool:
-        return self.name == "bfloat16"
-
-    def is_fp32(self) -> bool:
-        return self.name == "float32"
-
-    def is_fp64(self) -> bool:
-        return self.name == "float64"
-
     def is_fp8(self) -> bool:
         return False  # the language has no fp8 dtypes
 
@@ -97,29 +94,19 @@ class DType:
     def is_int1(self) -> bool:
         return self.is_bool
 
-    def is_int8(self) -> bool:
-        return self.name == "int8"
-
-    def is_int16(self) -> bool:
-        return self.name == "int16"
-
-    def is_int32(self) -> bool:
-        return self.name == "int32"
-
-    def is_int64(self) -> bool:
-        return self.name == "int64"
-
-    def is_uint8(self) -> bool:
-        return self.name == "uint8"
-
-    def is_uint16(self) -> bool:
-        return self.name == "uint16"
-
-    def is_uint32(self) -> bool:
-        return self.name == "uint32"
-
-    def is_uint64(self) -> bool:
-        return self.name == "uint64"
+    # Triton's one-dtype predicates (``x.dtype.is_fp16()``, ``is_uint32()``, ...)
+    is_fp16 = _named("float16")
+    is_bf16 = _named("bfloat16")
+    is_fp32 = _named("float32")
+    is_fp64 = _named("float64")
+    is_int8 = _named("int8")
+    is_int16 = _named("int16")
+    is_int32 = _named("int32")
+    is_int64 = _named("int64")
+    is_uint8 = _named("uint8")
+    is_uint16 = _named("uint16")
+    is_uint32 = _named("uint32")
+    is_uint64 = _named("uint64")
 
     def is_ptr(self) -> bool:
         return False  # a tensor argument's .dtype is its element type here
