@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -134,6 +135,34 @@ def call_key(shape: CallShape, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     return tuple(parts)  # JITFunction._recipe_key hashes the whole key once
 
 
+def exact_call_key(args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any) -> tuple | None:
+    """A key that fixes everything a replay depends on, read straight from a call:
+    each NumPy array's dtype, shape, strides and writeability, each torch CPU
+    tensor's ``_tensor_key``, each ``int``/``bool``/``str``/``None`` by value and
+    each ``float`` by value and sign (0.0 and -0.0 differ; a NaN matches only
+    itself), the keyword names and a grid given as a number or tuple. It is at least
+    as fine as the recipe key and the replay key together, so a call with a key seen
+    before may run the replay that key's first call ran (``JITFunction._launch``'s
+    hot path, one dict lookup instead of two keys). None for any other argument or
+    grid: the call takes the recipe path."""
+    if grid is not None and type(grid) is not tuple and type(grid) is not int:
+        return None
+    parts: list[Any] = [grid, tuple(kwargs)]
+    for value in (*args, *kwargs.values()):
+        kind = type(value)
+        if kind is np.ndarray:
+            parts.append((value.dtype, value.shape, value.strides, value.flags.writeable))
+        elif kind is int or kind is bool or kind is str or value is None:
+            parts.append((kind, value))
+        elif kind is float:
+            parts.append((kind, value, math.copysign(1.0, value)))
+        elif is_torch_tensor(value) and (key := _tensor_key(value)) is not None:
+            parts.append(key)
+        else:
+            return None
+    return tuple(parts)
+
+
 @dataclass(frozen=True)
 class TensorRecipe:
     """How to bind one tensor argument of a cached call."""
@@ -237,16 +266,25 @@ class LaunchRecipe:
         reaches = [(pick, end) for pick, end in zip(picks, plan.ends)
                    if tensors[pick].through_pointers]
 
+        # per tensor: (position, None) when its buffer is the argument itself (a
+        # C-contiguous 1-D NumPy array), else (position, its recipe)
+        sources = [(t.position, None if t.contiguous_array and not t.through_pointers
+                    and len(t.shape) == 1 else t) for t in tensors]
+        # (stored, other) pairs of tensor indices whose memory must not be shared
+        pairs = [(s, i) for s in stored for i in range(len(tensors)) if i != s]
+
         def replay(values: tuple[Any, ...]) -> bool:
-            buffers = [t.buffer_of(values[t.position]) for t in tensors]
+            buffers = [values[p] if t is None else t.buffer_of(values[p]) for p, t in sources]
             for i, end in reaches:
                 if buffers[i].shape[0] < end:
                     return False
-            for s in stored:
-                written = buffers[s]
-                for i, other in enumerate(buffers):
-                    if i != s and np.may_share_memory(written, other):
-                        return False
+            for s, i in pairs:
+                a, b = values[sources[s][0]], values[sources[i][0]]
+                if type(a) is np.ndarray and type(b) is np.ndarray and a is not b \
+                        and a.base is None and b.base is None:
+                    continue  # two arrays that each own their memory
+                if np.may_share_memory(buffers[s], buffers[i]):
+                    return False
             plan.run([convert(values[position]) if position >= 0 else convert
                       for position, convert in scalars], [buffers[i] for i in picks])
             for position in written_torch:  # autograd sees the writes

@@ -62,6 +62,11 @@ class ignore_fp_errors:
             _FP_STATE.reset(self._token)
 
 
+# ``ignore_fp_errors`` without its method calls, for generated code (launch plans):
+# (set, reset, state) of the error-state context variable, or None on older NumPy
+FP_IGNORE_HOOKS = None if _FP_STATE is None else (_FP_STATE.set, _FP_STATE.reset, _IGNORE_ALL)
+
+
 def c_floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Integer division truncating toward zero (C semantics); x // 0 gives 0."""
     safe_b = np.where(b == 0, 1, b)

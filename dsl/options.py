@@ -167,5 +167,5 @@ def _environment_values(env: Mapping[str, str]) -> tuple[Any, ...]:
     encodes and decodes, which made this the largest part of a cached launch."""
     data = getattr(env, "_data", None) if env is os.environ else None
     if isinstance(data, dict) and os.name == "posix":
-        return tuple(data.get(name) for name in _ENCODED)
+        return tuple(map(data.get, _ENCODED))  # map: no generator frame per name
     return tuple(env.get(name) for name in ENVIRONMENT)

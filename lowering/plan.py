@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dsl.ir import Function, Op, Value
-from dsl.numerics import cast_array, ignore_fp_errors
+from dsl.numerics import FP_IGNORE_HOOKS, cast_array, ignore_fp_errors
 from dsl.opdefs import Effect
 from lowering.lanes import LaneMask, materialize
 from lowering.memory import _contiguous_run
@@ -242,10 +242,16 @@ class _Source:
             head.append(f"    {''.join(f's{i}, ' for i in range(len(params)))}= scalars")
             head += [f"    r{reg} = asarray([s{i}], {dtype})"
                      for i, (reg, dtype) in enumerate(params)]
-        head.append("    with ignore_fp_errors():")
         body = [f"        {line}" for line in self.lines] or ["        pass"]
-        self.text = "\n".join(head + body) + "\n"
         namespace = dict(self.names)
+        if FP_IGNORE_HOOKS is None:  # pragma: no cover - NumPy < 2
+            head.append("    with ignore_fp_errors():")
+        else:  # the same state as ``ignore_fp_errors``, set without its method calls
+            namespace["fp_set"], namespace["fp_reset"], namespace["fp_ignore"] = \
+                FP_IGNORE_HOOKS
+            head += ["    token = fp_set(fp_ignore)", "    try:"]
+            body += ["    finally:", "        fp_reset(token)"]
+        self.text = "\n".join(head + body) + "\n"
         exec(compile(self.text, "<launch plan>", "exec"), namespace)
         return namespace["plan"]
 
@@ -316,7 +322,16 @@ def _compile(form: FlatForm, rec: Recorder, rows: int, block: int) -> Plan | Non
             uniform.add(reg)
         return reg
 
+    uses: dict[int, int] = {}  # uid -> how many data ops read the value
     for op in form.ops:
+        for v in _inputs(op):
+            uses[v.uid] = uses.get(v.uid, 0) + 1
+    # (register, line index, call) of the last line when it is ``r{k} = call``, a
+    # ufunc in the result dtype: a store of all of ``r{k}`` right after it, its only
+    # reader, has the ufunc write into the run (``out=``) instead of a copy
+    last_call: tuple[int, int, str] | None = None
+    for op in form.ops:
+        previous, last_call = last_call, None
         ins = [reg_of(v) if v.uid not in form.produced else registers[v.uid]
                for v in _inputs(op)]
         if any(r is None for r in ins):
@@ -334,6 +349,12 @@ def _compile(form: FlatForm, rec: Recorder, rows: int, block: int) -> Plan | Non
             t = tensor_index[name]
             ends[t] = max(ends.get(t, 0), lo + max(count, 1))
             if _is_store(op):
+                if previous is not None and previous[0] == ins[0] and count == total \
+                        and uses[op.value.uid] == 1 and ins[0] not in uniform:
+                    # NumPy's ufuncs handle overlap of ``out`` with their inputs, so
+                    # this equals computing the value and then copying it in
+                    src.lines[previous[1]] = f"{previous[2][:-1]}, out=b{t}[{lo}:{lo + count}])"
+                    continue
                 value = f"r{ins[0]}[0]" if ins[0] in uniform else f"r{ins[0]}[:{count}]"
                 src.line(f"b{t}[{lo}:{lo + count}] = {value}")
                 continue
@@ -367,7 +388,9 @@ def _compile(form: FlatForm, rec: Recorder, rows: int, block: int) -> Plan | Non
             continue
         if all(r in uniform for r in ins):
             uniform.add(out)
-        _emit_data_op(src, op, ins, out, [dtypes[r] for r in ins])
+        call = _emit_data_op(src, op, ins, out, [dtypes[r] for r in ins])
+        if call is not None:
+            last_call = (out, len(src.lines) - 1, call)
     function = src.function([(reg, src.bind(dtypes[reg], "d")) for reg, _ in params],
                             len(tensor_positions))
     return Plan(src.text, function, params, tensor_positions,
@@ -375,15 +398,17 @@ def _compile(form: FlatForm, rec: Recorder, rows: int, block: int) -> Plan | Non
 
 
 def _emit_data_op(src: _Source, op: Op, ins: list[int], out: int,
-                  operand_dtypes: list[np.dtype]) -> None:
+                  operand_dtypes: list[np.dtype]) -> str | None:
     """The line(s) computing a non-access data op: as the interpreter's handler does
-    (``Interpreter.elementwise``, ``op_cast``; broadcasts and hints alias)."""
+    (``Interpreter.elementwise``, ``op_cast``; broadcasts and hints alias). Returns
+    the call when it wrote the single line ``r{out} = call`` with a ufunc whose
+    result has the op's dtype (a following store may direct it), else None."""
     result = np.dtype(op.result.dtype.np)
     args = ", ".join(f"r{r}" for r in ins)
     emit = _EMITTERS.get(op.kind)
     if emit is not None:
         src.line(emit(src, op, ins[0], out))
-        return
+        return None
     opdef = op.defn.elementwise
     assert opdef is not None
     ufunc = opdef.ufunc if op.result.dtype == op.compute_dtype else None
@@ -393,15 +418,18 @@ def _emit_data_op(src: _Source, op: Op, ins: list[int], out: int,
         # operands', so the conversion is written only where it is needed
         with ignore_fp_errors():
             produced = ufunc(*[np.zeros(1, d) for d in operand_dtypes]).dtype
-        src.line(f"r{out} = {src.bind(ufunc, 'f')}({args})")
+        call = f"{src.bind(ufunc, 'f')}({args})"
+        src.line(f"r{out} = {call}")
         if produced != result:
             src.line(f"r{out} = r{out}.astype({src.bind(result, 'd')})")
-        return
+            return None
+        return call
     # else its ``numpy`` function in the compute dtype, converted to the result dtype
     fn, dtype, want = src.bind(opdef.numpy, "f"), src.bind(op.compute_dtype, "d"), \
         src.bind(result, "d")
     src.line(f"r{out} = asarray({fn}({args}, dtype={dtype}))")
     src.line(f"if r{out}.dtype != {want}: r{out} = r{out}.astype({want})")
+    return None
 
 
 def _alias_line(src: _Source, op: Op, source: int, out: int) -> str:

@@ -281,3 +281,72 @@ def test_pointer_kernels_replay_and_still_check_the_memory_a_call_brings(prepare
     with pytest.raises(dsl.OutOfBoundsError, match="'x'"):
         shifted_copy[(1,)](owned, out, 64, SHIFT=32, BLOCK=64)
     assert np.all(out == -1.0), "nothing is written"
+
+
+def test_a_call_with_an_exact_key_seen_before_skips_the_recipe_keys(monkeypatch, replays):
+    """The hot path: once a call's exact key (``exact_call_key``) ran a replay, a call
+    with that key runs it again without building the recipe and replay keys; any
+    change the key holds (a scalar's sign, writeability, a new grid) misses it."""
+    from dsl.jit import JITFunction
+
+    counted = {"n": 0}
+    original = JITFunction._recipe_key
+
+    def counting(self, *args, **kwargs):
+        counted["n"] += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(JITFunction, "_recipe_key", counting)
+    x = np.linspace(-1, 1, 300, dtype=np.float32)
+    for _ in range(5):
+        out = np.empty(300, np.float32)
+        scale_kernel[(2,)](x, out, 300, 0.5, BLOCK=128)
+        np.testing.assert_array_equal(out, x * np.float32(0.5))
+    assert counted["n"] == 2 and replays["n"] == 4, \
+        "calls 4 and 5 take the hot path (no recipe key), and all replays run the plan"
+    for s in (-0.0, 0.0, -0.0):  # equal as floats, different bits: different exact keys
+        out = np.empty(300, np.float32)
+        scale_kernel[(2,)](x, out, 300, s, BLOCK=128)
+        np.testing.assert_array_equal(out.view(np.uint32), (x * np.float32(s)).view(np.uint32))
+    out.flags.writeable = False
+    with pytest.raises(dsl.DSLLaunchError, match="read-only"):
+        scale_kernel[(2,)](x, out, 300, 0.5, BLOCK=128)
+    out = np.zeros(300, np.float32)
+    scale_kernel[(1,)](x, out, 300, 0.5, BLOCK=128)  # another grid: one program
+    np.testing.assert_array_equal(out, x * np.float32(0.5))
+
+
+def test_the_hot_path_still_catches_overlap_and_runs_aliases_correctly(replays):
+    x, y = np.arange(96, dtype=np.float32), np.ones(96, np.float32)
+    for _ in range(4):  # the last two take the hot path
+        add_kernel[(2,)](x, y, np.empty(96, np.float32), 96, BLOCK=64)
+    before = replays["n"]
+    add_kernel[(2,)](x, y, x, 96, BLOCK=64)  # the same exact key; out is x itself
+    np.testing.assert_array_equal(x, np.arange(96, dtype=np.float32) + 1)
+    assert replays["n"] == before, "an output aliasing an input is never replayed"
+    buf = np.arange(97, dtype=np.float32)  # views that do not own their memory
+    with pytest.raises(dsl.DSLLaunchError, match="partially overlap"):
+        add_kernel[(2,)](buf[:-1], y, buf[1:], 96, BLOCK=64)
+    np.testing.assert_array_equal(buf, np.arange(97, dtype=np.float32))
+
+
+def test_a_plan_computes_a_stored_value_straight_into_its_run_only_when_nothing_else_reads_it():
+    @dsl.jit
+    def twice(x, a, b, n, BLOCK: dsl.constexpr):
+        for start in dsl.tile_range(0, n, BLOCK):
+            idx = start + dsl.arange(0, BLOCK)
+            v = dsl.load(x, idx, idx < n) * 3.0
+            dsl.store(a, idx, v, idx < n)  # v has a second reader: computed, then copied
+            dsl.store(b, idx, v + 1.0, idx < n)  # its only reader: written in place
+
+    x = np.linspace(0, 1, 200, dtype=np.float32)
+    for _ in range(3):
+        a, b = np.empty(200, np.float32), np.empty(200, np.float32)
+        twice[(2,)](x, a, b, 200, BLOCK=64)
+        np.testing.assert_array_equal(a, x * np.float32(3))
+        np.testing.assert_array_equal(b, x * np.float32(3) + np.float32(1))
+    fn = next(iter(twice._cache.values()))
+    plans = [p for p in interpreter._facts(fn).plans.values() if p is not None]
+    assert len(plans) == 1
+    source = plans[0].source
+    assert source.count("out=") == 1 and "out=b2[" in source, source
