@@ -58,6 +58,7 @@ from dsl.numerics import (
     dot_steps,
     ignore_fp_errors,
     scan_in_order,
+    widen_to_float32,
 )
 from dsl.numerics import dot as dot_product
 from dsl.opdefs import COMBINES, OPS, Effect
@@ -858,7 +859,7 @@ class Interpreter:
             wide = None
             if op.tensor not in self.stored and 4 * elements >= buffer.shape[0] and \
                     not any(np.may_share_memory(buffer, w) for w in written):
-                wide = buffer.astype(np.float32)
+                wide = widen_to_float32(buffer)
             self.widened[op.tensor] = wide
         return tensor.buffer if wide is None else wide
 
