@@ -175,14 +175,26 @@ _FP16_MIN_NORMAL = 2.0**-14
 _TORCH_CONVERSION_MIN = 1 << 14  # elements: below this NumPy's own cast is as quick
 
 
+class _ReadAlias:
+    """A writeable NumPy view of a read-only array's memory, for ``torch.from_numpy``,
+    which warns on read-only arrays because it cannot know the tensor is only read.
+    The conversions here only read it, and it keeps the array alive."""
+
+    def __init__(self, x: np.ndarray) -> None:
+        interface = dict(x.__array_interface__)
+        interface["data"] = (interface["data"][0], False)  # (address, read-only flag)
+        self.__array_interface__ = interface
+        self.base = x
+
+
 def _torch_tensor_of(x: np.ndarray) -> object | None:
-    """``torch.from_numpy(x)`` (sharing memory) when torch is loaded and ``x`` is large
-    and a plain writeable native-order array with non-negative strides; else None."""
+    """A torch tensor over ``x``'s memory, to be read only, when torch is loaded and
+    ``x`` is a large plain native-order array with non-negative strides; else None."""
     torch = sys.modules.get("torch")
     if torch is None or x.size < _TORCH_CONVERSION_MIN or type(x) is not np.ndarray \
-            or not x.flags.writeable or not x.dtype.isnative or min(x.strides) < 0:
+            or not x.dtype.isnative or min(x.strides) < 0:
         return None
-    return torch.from_numpy(x)
+    return torch.from_numpy(x if x.flags.writeable else np.asarray(_ReadAlias(x)))
 
 
 def widen_to_float32(x: np.ndarray) -> np.ndarray:
@@ -190,8 +202,10 @@ def widen_to_float32(x: np.ndarray) -> np.ndarray:
     loaded (exact either way: float32 holds every float16)."""
     if x.dtype == np.float16:
         tensor = _torch_tensor_of(x)
-        if tensor is not None:
-            return np.ascontiguousarray(tensor.float().numpy())  # type: ignore[attr-defined]
+        if tensor is not None:  # (a strided operand is read by torch's strided loop)
+            torch = sys.modules["torch"]
+            return tensor.to(torch.float32,  # type: ignore[attr-defined]
+                             memory_format=torch.contiguous_format).numpy()
     return np.ascontiguousarray(x, dtype=np.float32)
 
 

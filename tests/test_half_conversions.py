@@ -6,6 +6,7 @@ depend on whether the script imported torch."""
 from __future__ import annotations
 
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -65,12 +66,24 @@ def test_torch_is_used_only_for_large_plain_arrays_and_never_imported(torch, mon
     assert numerics._torch_tensor_of(big) is not None
     assert numerics._torch_tensor_of(big[:100]) is None, "small: NumPy's cast"
     assert numerics._torch_tensor_of(big[::-1]) is None, "negative strides"
-    assert numerics._torch_tensor_of(np.broadcast_to(np.float32(1), big.shape)) is None, \
-        "read-only (a broadcast): torch.from_numpy would warn"
     assert numerics._torch_tensor_of(big.astype(">f4")) is None, "non-native byte order"
     monkeypatch.delitem(sys.modules, "torch")
     assert numerics._torch_tensor_of(big) is None, "torch is used only when loaded"
     _same(_to_float16(big), big.astype(np.float16), np.uint16)
+
+
+def test_read_only_and_broadcast_arrays_convert_through_torch_without_a_warning(torch):
+    rng = np.random.default_rng(2)
+    row = rng.standard_normal(1 << 12).astype(np.float16)
+    wide = np.broadcast_to(row, (8, row.shape[0]))  # read-only, a stride of 0
+    frozen = rng.standard_normal(1 << 15).astype(np.float32)
+    frozen.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert numerics._torch_tensor_of(wide) is not None
+        _same(widen_to_float32(wide), wide.astype(np.float32), np.uint32)
+        _same(_to_float16(frozen), frozen.astype(np.float16), np.uint16)
+    assert not frozen.flags.writeable and np.array_equal(wide[3], row), "inputs unchanged"
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
