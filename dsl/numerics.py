@@ -165,14 +165,18 @@ _FP16_MIN_NORMAL = 2.0**-14
 
 # NumPy converts between float16 and float32 one element at a time in scalar C code
 # (3-5 ns per element, and more for subnormal results); torch uses the CPU's vector
-# conversion instructions, 25-75x faster, with the same IEEE results: every float16
-# is exact in float32, and float32 -> float16 rounds to nearest even, subnormals kept
+# conversion instructions, with the same IEEE results: every float16 is exact in
+# float32, and float32 -> float16 rounds to nearest even, subnormals kept
 # (``tests/test_half_conversions.py`` compares the two on every exponent, the ties
 # and the special values; a one-off run over all 2**32 float32 bit patterns found no
 # difference). Only NaN payloads may differ: torch quiets a signalling float16 NaN.
 # Large conversions go through torch when this process has already imported it;
-# this module never imports torch itself.
+# this module never imports torch itself. Torch is called on pieces smaller than its
+# parallel grain (32768 elements), so each call runs on the calling thread: a whole
+# array would wake torch's OpenMP pool, whose spinning threads then took the cores
+# from the interpreter's own work (tutorial 04's largest case ran 20% slower).
 _TORCH_CONVERSION_MIN = 1 << 14  # elements: below this NumPy's own cast is as quick
+_TORCH_PIECE = 32_000  # elements per torch call (below at::parallel_for's grain)
 
 
 class _ReadAlias:
@@ -187,25 +191,31 @@ class _ReadAlias:
         self.base = x
 
 
-def _torch_tensor_of(x: np.ndarray) -> object | None:
-    """A torch tensor over ``x``'s memory, to be read only, when torch is loaded and
-    ``x`` is a large plain native-order array with non-negative strides; else None."""
+def _convert_through_torch(x: np.ndarray, dtype: type) -> np.ndarray | None:
+    """``x`` converted to ``dtype`` (a C-contiguous array) by torch, piece by piece, when
+    torch is loaded and ``x`` is a large plain native-order array; else None."""
     torch = sys.modules.get("torch")
     if torch is None or x.size < _TORCH_CONVERSION_MIN or type(x) is not np.ndarray \
-            or not x.dtype.isnative or min(x.strides) < 0:
+            or not x.dtype.isnative:
         return None
-    return torch.from_numpy(x if x.flags.writeable else np.asarray(_ReadAlias(x)))
+    source = np.ascontiguousarray(x)  # a strided operand: copied in its own type first
+    if not source.flags.writeable:
+        source = np.asarray(_ReadAlias(source))
+    out = np.empty(x.shape, dtype)
+    pieces_in = torch.from_numpy(source.reshape(-1))
+    pieces_out = torch.from_numpy(out.reshape(-1))
+    for start in range(0, x.size, _TORCH_PIECE):
+        pieces_out[start:start + _TORCH_PIECE].copy_(pieces_in[start:start + _TORCH_PIECE])
+    return out
 
 
 def widen_to_float32(x: np.ndarray) -> np.ndarray:
     """``x.astype(np.float32)``, C-contiguous; float16 goes through torch when it is
     loaded (exact either way: float32 holds every float16)."""
     if x.dtype == np.float16:
-        tensor = _torch_tensor_of(x)
-        if tensor is not None:  # (a strided operand is read by torch's strided loop)
-            torch = sys.modules["torch"]
-            return tensor.to(torch.float32,  # type: ignore[attr-defined]
-                             memory_format=torch.contiguous_format).numpy()
+        converted = _convert_through_torch(x, np.float32)
+        if converted is not None:
+            return converted
     return np.ascontiguousarray(x, dtype=np.float32)
 
 
@@ -216,9 +226,9 @@ def _to_float16(x: np.ndarray) -> np.ndarray:
     subnormal float16 is m * 2**-24 with m = rint(|x| * 2**24) (m = 1024 is the
     smallest normal, 2**-14, whose bits are also 1024)."""
     if x.dtype == np.float32:  # (torch rounds float64 through float32: twice)
-        tensor = _torch_tensor_of(x)
-        if tensor is not None:
-            return tensor.half().numpy()  # type: ignore[attr-defined]
+        converted = _convert_through_torch(x, np.float16)
+        if converted is not None:
+            return converted
     magnitude = np.abs(x)
     tiny = magnitude < _FP16_MIN_NORMAL
     if not tiny.any():

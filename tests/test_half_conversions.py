@@ -41,38 +41,57 @@ def _same(a: np.ndarray, b: np.ndarray, bits: type) -> None:
     np.testing.assert_array_equal(a.view(bits)[~nan], b.view(bits)[~nan])
 
 
-def test_float32_to_float16_through_torch_rounds_exactly_as_numpy(torch):
-    x = _float32_cases()
-    assert "torch" in sys.modules and numerics._torch_tensor_of(x) is not None
+def _spy(monkeypatch) -> list[int]:
+    """The sizes of the arrays converted through torch."""
+    seen: list[int] = []
+    original = numerics._convert_through_torch
+
+    def spy(x, dtype):
+        result = original(x, dtype)
+        if result is not None:
+            seen.append(x.size)
+        return result
+
+    monkeypatch.setattr(numerics, "_convert_through_torch", spy)
+    return seen
+
+
+def test_float32_to_float16_through_torch_rounds_exactly_as_numpy(torch, monkeypatch):
+    x = _float32_cases()  # not a multiple of the piece size
+    seen = _spy(monkeypatch)
     with np.errstate(over="ignore"):
         expected = x.astype(np.float16)
     _same(_to_float16(x), expected, np.uint16)
     _same(cast_array(x, float16), expected, np.uint16)
+    assert seen == [x.size, x.size] and x.size % numerics._TORCH_PIECE
 
 
-def test_float16_to_float32_through_torch_is_exact(torch):
+def test_float16_to_float32_through_torch_is_exact(torch, monkeypatch):
     every = np.tile(np.arange(1 << 16, dtype=np.uint16).view(np.float16), 2)
-    assert numerics._torch_tensor_of(every) is not None
+    seen = _spy(monkeypatch)
     _same(widen_to_float32(every), every.astype(np.float32), np.uint32)
     _same(cast_array(every, float32), every.astype(np.float32), np.uint32)
-    strided = every.reshape(256, 512)[:, ::2]  # a non-contiguous view: a contiguous result
+    strided = every.reshape(256, 512)[:, ::-2]  # a non-contiguous view: a contiguous result
     widened = widen_to_float32(strided)
     assert widened.flags.c_contiguous
     _same(widened, strided.astype(np.float32), np.uint32)
+    assert len(seen) == 3
 
 
-def test_torch_is_used_only_for_large_plain_arrays_and_never_imported(torch, monkeypatch):
-    big = np.ones(1 << 15, np.float32)
-    assert numerics._torch_tensor_of(big) is not None
-    assert numerics._torch_tensor_of(big[:100]) is None, "small: NumPy's cast"
-    assert numerics._torch_tensor_of(big[::-1]) is None, "negative strides"
-    assert numerics._torch_tensor_of(big.astype(">f4")) is None, "non-native byte order"
+def test_torch_is_used_only_for_large_arrays_and_never_imported(torch, monkeypatch):
+    seen = _spy(monkeypatch)
+    big = np.linspace(-3, 3, 1 << 15, dtype=np.float32)
+    _same(_to_float16(big[:100]), big[:100].astype(np.float16), np.uint16)
+    assert seen == [], "small: NumPy's cast"
+    _same(_to_float16(big.astype(">f4")), big.astype(np.float16), np.uint16)
+    assert seen == [], "non-native byte order: NumPy's cast"
     monkeypatch.delitem(sys.modules, "torch")
-    assert numerics._torch_tensor_of(big) is None, "torch is used only when loaded"
     _same(_to_float16(big), big.astype(np.float16), np.uint16)
+    assert seen == [], "torch is used only when loaded"
 
 
-def test_read_only_and_broadcast_arrays_convert_through_torch_without_a_warning(torch):
+def test_read_only_and_broadcast_arrays_convert_through_torch_without_a_warning(torch, monkeypatch):
+    seen = _spy(monkeypatch)
     rng = np.random.default_rng(2)
     row = rng.standard_normal(1 << 12).astype(np.float16)
     wide = np.broadcast_to(row, (8, row.shape[0]))  # read-only, a stride of 0
@@ -80,20 +99,36 @@ def test_read_only_and_broadcast_arrays_convert_through_torch_without_a_warning(
     frozen.flags.writeable = False
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert numerics._torch_tensor_of(wide) is not None
         _same(widen_to_float32(wide), wide.astype(np.float32), np.uint32)
         _same(_to_float16(frozen), frozen.astype(np.float16), np.uint16)
+    assert seen == [wide.size, frozen.size]
     assert not frozen.flags.writeable and np.array_equal(wide[3], row), "inputs unchanged"
+
+
+def test_conversions_on_worker_threads_give_the_same_bits(torch):
+    """The interpreter's worker threads convert concurrently (torch runs each piece on
+    the calling thread)."""
+    from lowering import workers
+
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal(1 << 17).astype(np.float32) for _ in range(4)]
+    results: dict[int, np.ndarray] = {}
+    workers.run_all([lambda i=i: results.__setitem__(i, _to_float16(arrays[i]))
+                     for i in range(4)], 2)
+    for i, x in enumerate(arrays):
+        _same(results[i], x.astype(np.float16), np.uint16)
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
 def test_a_dot_of_float16_tiles_is_the_same_with_and_without_torch(torch, monkeypatch, dtype):
     rng = np.random.default_rng(1)
     a = rng.standard_normal((64, 64, 32)).astype(np.float16)
-    b = rng.standard_normal((64, 32, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 32, 64)).astype(np.float16).transpose(0, 2, 1)
     acc = rng.standard_normal((64, 64, 64)).astype(dtype)
-    with_torch = numerics.dot(a, b, acc)
+    seen = _spy(monkeypatch)
+    with_torch = numerics.dot(a, b.transpose(0, 2, 1), acc)
+    assert seen, "the operands went through torch"
     monkeypatch.delitem(sys.modules, "torch")
-    without = numerics.dot(a, b, acc)
+    without = numerics.dot(a, b.transpose(0, 2, 1), acc)
     assert with_torch.dtype == dtype
     np.testing.assert_array_equal(with_torch.view(np.uint8), without.view(np.uint8))
