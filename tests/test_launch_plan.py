@@ -59,18 +59,24 @@ def padded_kernel(x, out, n, m, BLOCK: dsl.constexpr):
         dsl.store(out, idx, dsl.load(x, idx, idx < m, 2.0) * 3.0, idx < n)
 
 
+def _count_calls(monkeypatch, owner: type, name: str) -> dict[str, int]:
+    """Patches ``owner.name`` to count its calls in ``["n"]``."""
+    count = {"n": 0}
+    original = getattr(owner, name)
+
+    def counting(self, *args, **kwargs):
+        count["n"] += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counting)
+    return count
+
+
 @pytest.fixture
 def replays(monkeypatch):
-    """Counts plan replays."""
-    count = {"n": 0}
-    original = plan.Plan.run  # a replay from a recipe and one from a Launch both run it
-
-    def counting(self, scalars, buffers):
-        count["n"] += 1
-        return original(self, scalars, buffers)
-
-    monkeypatch.setattr(plan.Plan, "run", counting)
-    return count
+    """Counts plan replays (a replay from a recipe and one from a Launch both run
+    ``Plan.run``)."""
+    return _count_calls(monkeypatch, plan.Plan, "run")
 
 
 @pytest.fixture
@@ -78,15 +84,7 @@ def prepares(monkeypatch):
     """Counts the ``Launch`` objects launch recipes prepare (a replay builds none)."""
     from dsl.launch_cache import LaunchRecipe
 
-    count = {"n": 0}
-    original = LaunchRecipe.prepare
-
-    def counting(self, *args, **kwargs):
-        count["n"] += 1
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(LaunchRecipe, "prepare", counting)
-    return count
+    return _count_calls(monkeypatch, LaunchRecipe, "prepare")
 
 
 def _fresh(kernel, args, kwargs, grid):
@@ -289,14 +287,7 @@ def test_a_call_with_an_exact_key_seen_before_skips_the_recipe_keys(monkeypatch,
     change the key holds (a scalar's sign, writeability, a new grid) misses it."""
     from dsl.jit import JITFunction
 
-    counted = {"n": 0}
-    original = JITFunction._recipe_key
-
-    def counting(self, *args, **kwargs):
-        counted["n"] += 1
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(JITFunction, "_recipe_key", counting)
+    counted = _count_calls(monkeypatch, JITFunction, "_recipe_key")
     x = np.linspace(-1, 1, 300, dtype=np.float32)
     for _ in range(5):
         out = np.empty(300, np.float32)
