@@ -407,14 +407,25 @@ def dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray) -> np.ndarray:
     ``2 * K * eps * (|a| @ |b|)`` of the exact product; two runs on one machine give
     the same bits. Integer (int8 -> int32) products and sums wrap, which no order
     changes."""
-    dtype = acc.dtype
-    if dtype.kind in "iu":
-        with ignore_fp_errors():
-            return (acc + np.matmul(a.astype(dtype), b.astype(dtype))).astype(dtype)
-    # contiguous float32 operands keep NumPy on its BLAS path for every batch layout
-    a32, b32 = widen_to_float32(a), widen_to_float32(b)
+    return _add_product(_product(a, b, acc.dtype), acc)
+
+
+def _product(a: np.ndarray, b: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``a @ b`` as ``dot`` computes it for an accumulator of ``dtype``: in that
+    integer dtype, or in float32 for floats."""
     with ignore_fp_errors():
-        product = np.matmul(a32, b32)
+        if dtype.kind in "iu":
+            return np.matmul(a.astype(dtype), b.astype(dtype))
+        # contiguous float32 operands keep NumPy on its BLAS path for every batch layout
+        return np.matmul(widen_to_float32(a), widen_to_float32(b))
+
+
+def _add_product(product: np.ndarray, acc: np.ndarray) -> np.ndarray:
+    """``acc`` plus a ``_product``, in ``acc``'s dtype (a float16 sum rounded once)."""
+    dtype = acc.dtype
+    with ignore_fp_errors():
+        if dtype.kind in "iu":
+            return (acc + product).astype(dtype)
         if dtype == np.float32:
             return product + acc
         total = product + widen_to_float32(acc)
@@ -434,6 +445,61 @@ def dot_steps(a: np.ndarray, b: np.ndarray, acc: np.ndarray, steps: int) -> np.n
     for s in range(steps):
         acc = dot(a[s * rows:(s + 1) * rows], b[s * rows:(s + 1) * rows], acc)
     return acc
+
+
+def dot_steps_shared(a_tiles: np.ndarray, a_of: np.ndarray, b_tiles: np.ndarray,
+                     b_of: np.ndarray, acc: np.ndarray, steps: int) -> np.ndarray:
+    """``dot_steps`` for operands given as distinct tiles: step ``s`` of row ``r``
+    multiplies ``a_tiles[a_of[s * rows + r]]`` by ``b_tiles[b_of[s * rows + r]]``
+    (tiles ``(count, M, K)`` and ``(count, K, N)``; ``acc`` is ``(rows, M, N)``).
+
+    A tiled matmul's programs share tiles: at every step, row ``r`` pairs the
+    ``i_r``-th of ``na`` distinct ``a`` tiles with the ``j_r``-th of ``nb`` distinct
+    ``b`` tiles, the same positions at every step, no two rows the same pair. Then
+    the accumulators live in an ``(na, nb, M, N)`` grid, and each step is one batched
+    product of its ``na`` by ``nb`` tiles added into the grid in place, with no copy
+    of a tile per row. Each product is one BLAS call on one pair of tiles and each
+    sum the same float32 add, as ``dot`` does: the bits of ``dot_steps``. Other
+    loops (or a grid more than twice the rows) multiply row by row."""
+    rows = acc.shape[0]
+    if a_tiles.dtype.kind == "f" and acc.dtype.kind == "f":
+        a_tiles, b_tiles = widen_to_float32(a_tiles), widen_to_float32(b_tiles)
+    a_used, a_at = _tiles_by_step(a_of, steps, rows, a_tiles.shape[0])
+    b_used, b_at = _tiles_by_step(b_of, steps, rows, b_tiles.shape[0])
+    na, nb = a_used[0].shape[0], b_used[0].shape[0]
+    ia, ib = a_at[0], b_at[0]
+    if na * nb > 2 * rows or not (np.all(a_at == ia) and np.all(b_at == ib)) or \
+            np.unique(ia * nb + ib).shape[0] != rows:
+        for s in range(steps):
+            here = slice(s * rows, (s + 1) * rows)
+            acc = dot(a_tiles[a_of[here]], b_tiles[b_of[here]], acc)
+        return acc
+    grid = np.zeros((na, nb) + acc.shape[1:], acc.dtype)
+    grid[ia, ib] = acc
+    in_place = acc.dtype == np.float32 and a_tiles.dtype == np.float32
+    product = np.empty(grid.shape, np.float32) if in_place else None
+    for s in range(steps):
+        a = a_tiles[a_used[s]][:, None]  # (na, 1, M, K)
+        b = b_tiles[b_used[s]][None]  # (1, nb, K, N)
+        if product is None:
+            grid = dot(a, b, grid)
+            continue
+        with ignore_fp_errors():  # ``dot``'s float32 product and sum, in place
+            np.matmul(a, b, out=product)
+            np.add(product, grid, out=grid)
+    return grid[ia, ib]
+
+
+def _tiles_by_step(of: np.ndarray, steps: int, rows: int, count: int
+                   ) -> tuple[list[np.ndarray], np.ndarray]:
+    """For step-major tile numbers ``of`` (``steps * rows``, each below ``count``):
+    each step's distinct tiles in increasing order, and ``(steps, rows)`` positions
+    of each row's tile among its step's."""
+    ids = of.reshape(steps, rows)
+    present = np.zeros((steps, count), bool)
+    present[np.arange(steps)[:, None], ids] = True
+    at = np.take_along_axis(np.cumsum(present, axis=1) - 1, ids, axis=1)
+    return [np.flatnonzero(p) for p in present], at
 
 
 # ----------------------------------------------------------------------------- reductions

@@ -56,6 +56,7 @@ from dsl.numerics import (
     bitcast_array,
     cast_array,
     dot_steps,
+    dot_steps_shared,
     ignore_fp_errors,
     scan_in_order,
     widen_to_float32,
@@ -85,6 +86,7 @@ from lowering.memory import (
 )
 from lowering.plan import FlatForm, Plan, Recorder, flat_form
 from lowering.prepass import gather_slice, index_slice
+from lowering.tiles import SharedTiles, distinct_rows
 
 if TYPE_CHECKING:
     from dsl.jit import BoundTensor, Launch
@@ -200,6 +202,7 @@ class Interpreter:
         self.wide_loads = facts.wide_loads
         self.widened: dict[str, np.ndarray | None] = {}  # tensor name -> float32 copy
         self.dot_loops = facts.dot_loops
+        self.shareable = facts.shareable
         # "direct" once the pre-pass has proved every access in bounds; a kernel that
         # may fail while it runs (device_assert) keeps what it overwrites, to undo it.
         # IO ops may fail mid-launch (and prints stay in program order); a race the
@@ -1095,7 +1098,10 @@ class Interpreter:
         ``steps`` trips: the body's other ops run once for all (step, row) pairs as
         rows, then each dot runs its ``steps`` steps on those operands
         (``numerics.dot_steps``: the same dots, so the same bits). Chunks of rows
-        bound the memory."""
+        bound the memory. A dot whose two operands are loads that rows share
+        (``_shareable_loads``) reads each distinct tile once over all chunks
+        (``lowering.tiles``) and, after the last chunk, multiplies those tiles for
+        every row at once (``numerics.dot_steps_shared``, the same bits again)."""
         body = op.body
         size = frame.size
         if steps == 0:
@@ -1107,6 +1113,10 @@ class Interpreter:
         per_row = steps * self.block_sizes.setdefault(id(op), _max_block(body, nested=True))
         chunk = max(1, self.chunk_elements // per_row)
         merged: list[np.ndarray | None] = [None] * len(dots)
+        shareable = self._shareable_loads(op, dots)
+        tables = {key: SharedTiles() for key in shareable}
+        # per dot, the chunks whose two operands are shared: (rows, tile numbers of each)
+        deferred: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in dots]
         for start in range(0, size, chunk):
             sel = np.arange(start, min(size, start + chunk))
             n = sel.shape[0]
@@ -1116,20 +1126,93 @@ class Interpreter:
                 trip * (step64 if step64.shape[0] == 1 else step64[flat])
             inner = Frame(frame, flat, frame.pid[flat])
             inner.set(body.args[0], iv.astype(iv_dtype))
+            numbers: dict[int, np.ndarray] = {}
             for inner_op in body.ops:
-                if id(inner_op) not in skip:
-                    HANDLERS[inner_op.kind](self, inner_op, inner)
+                if id(inner_op) in skip:
+                    continue
+                if id(inner_op) in shareable:
+                    found = self._load_distinct_tiles(inner_op, inner, tables[id(inner_op)])
+                    if found is not None:
+                        numbers[id(inner_op)] = found
+                        continue
+                HANDLERS[inner_op.kind](self, inner_op, inner)
             for j, (d, init) in enumerate(zip(dots, inits)):
+                na, nb = (numbers.get(id(v.owner)) for v in (d.lhs, d.rhs))
+                if na is not None and nb is not None:
+                    deferred[j].append((sel, na, nb))
+                    continue
+                for v, got in ((d.lhs, na), (d.rhs, nb)):
+                    if got is not None:  # its partner is not shared: every row's tile
+                        inner.set(v, tables[id(v.owner)].tiles[got])
                 a, b = self._full_pair(d.lhs, d.rhs, inner)
                 a = np.broadcast_to(a, (steps * n,) + a.shape[1:])
                 b = np.broadcast_to(b, (steps * n,) + b.shape[1:])
-                acc = materialize(init)
-                acc = np.broadcast_to(acc if acc.shape[0] == 1 or n == size else acc[sel],
-                                      (n,) + d.result.shape)
-                value = dot_steps(a, b, acc, steps)
+                value = dot_steps(a, b, self._rows_of(init, sel, size, d), steps)
                 merged[j] = value if n == size else _merge_rows(merged[j], value, sel, size)
+        for j, (d, init) in enumerate(zip(dots, inits)):
+            if not deferred[j]:
+                continue
+            # every deferred chunk at once: the fewest, largest products
+            parts = deferred[j]
+            rows = parts[0][0] if len(parts) == 1 else np.concatenate([p[0] for p in parts])
+            a_of, b_of = (np.concatenate([p[k].reshape(steps, -1) for p in parts], axis=1)
+                          .reshape(-1) for k in (1, 2))
+            value = dot_steps_shared(tables[id(d.lhs.owner)].tiles, a_of,
+                                     tables[id(d.rhs.owner)].tiles, b_of,
+                                     self._rows_of(init, rows, size, d), steps)
+            merged[j] = value if rows.shape[0] == size else \
+                _merge_rows(merged[j], value, rows, size)
         for result, value in zip(op.results, merged):
             frame.set(result, value)
+
+    @staticmethod
+    def _rows_of(init: Any, rows: np.ndarray, size: int, d: Op) -> np.ndarray:
+        """A dot's initial accumulator on ``rows`` of the loop's ``size``."""
+        acc = materialize(init)
+        picked = acc if acc.shape[0] == 1 or rows.shape[0] == size else acc[rows]
+        return np.broadcast_to(picked, (rows.shape[0],) + d.result.shape)
+
+    def _shareable_loads(self, op: Op, dots: tuple[Op, ...]) -> frozenset[int]:
+        """The loads of a dot loop's body that feed only one of its dots, as a 2-D
+        operand: ``_for_dot_sums`` may read their distinct tiles only."""
+        known = self.shareable.get(id(op))
+        if known is None:
+            top = {id(inner) for inner in op.body.ops}
+            known = frozenset(
+                id(v.owner) for d in dots for v in (d.lhs, d.rhs)
+                if v.owner is not None and id(v.owner) in top and v.rank == 2 and
+                HANDLERS.get(v.owner.kind) is Interpreter.op_load and
+                len(v.users) == 1 and v.users[0] is d and
+                sum(u is v for u in d.operands) == 1)
+            self.shareable[id(op)] = known
+        return known
+
+    def _load_distinct_tiles(self, op: Op, frame: Frame, table: SharedTiles
+                             ) -> np.ndarray | None:
+        """A shareable load (``_shareable_loads``) read into ``table`` (only tiles no
+        earlier chunk read), bounds-checked on every row first: each row's tile
+        number. None to load it as usual (the pre-pass, a tensor the launch writes,
+        or rows that do not repeat their tiles)."""
+        if self.checking or op.tensor in self.stored:
+            return None
+        index = frame.get(op.index)
+        mask = frame.get(op.mask) if op.mask is not None else None
+        other = frame.get(op.other) if op.other is not None else None
+        found = distinct_rows(index, mask, other)
+        if found is None:
+            return None
+        check_bounds(self._site(op), index, mask, frame.pid)
+        tensor: BoundTensor = frame.get(op.view)
+        buffer = self._widened(op, tensor, frame.size) if id(op) in self.wide_loads \
+            else tensor.buffer
+
+        def read(rows: np.ndarray) -> np.ndarray:
+            value = load(buffer, take_rows(index, rows),
+                         None if mask is None else take_rows(mask, rows), other, True)
+            return np.array(np.broadcast_to(materialize(value),
+                                            (rows.shape[0],) + op.result.shape))
+
+        return table.add(*found, read, prod(op.result.shape))
 
     def _for_sequential(self, op: Op, frame: Frame, lo: np.ndarray, step: np.ndarray,
                         trips: np.ndarray, inits: list[Any], iv_dtype: np.dtype) -> None:
@@ -1169,6 +1252,8 @@ class _KernelFacts:
         dataclasses.field(default_factory=dict)
     # id of a ``for`` op -> its dots when it only accumulates dots (``dot_accumulation``)
     dot_loops: dict[int, tuple[Op, ...] | None] = dataclasses.field(default_factory=dict)
+    # id of a dot loop -> the loads whose distinct tiles it may read (``_shareable_loads``)
+    shareable: dict[int, frozenset[int]] = dataclasses.field(default_factory=dict)
     # launch plans by ``proof_key`` (None: the key's launches are interpreted)
     plans: dict[tuple, Plan | None] = dataclasses.field(default_factory=dict)
 

@@ -105,7 +105,37 @@ class AffineAccess:
         active, low, high = self.span()
         low, high = low[active], high[active]
         order = np.argsort(low, kind="stable")
-        return bool(np.all(low[order][1:] > high[order][:-1]))
+        if np.all(low[order][1:] > high[order][:-1]):
+            return True
+        return self._disjoint_tiles(active, widest)
+
+    def _disjoint_tiles(self, active: np.ndarray, widest: np.ndarray) -> bool:
+        """True when the rows' boxes are tiles of a row-major 2-D layout (outer
+        coefficient above the inner axis' reach, no box wrapping past a line) that
+        sit in bands of lines no two bands share, and do not overlap within a band:
+        the tiles of a matrix that programs visit in any order, ragged edge tiles
+        included. False when that cannot be shown (called when the rows' index
+        ranges interleave, so the range test failed)."""
+        if len(self.coefs) != 2 or min(self.coefs) <= 0:
+            return False
+        inner, outer = sorted(range(2), key=lambda k: self.coefs[k])
+        c_in, c_out = self.coefs[inner], self.coefs[outer]
+        if c_out <= c_in * (int(widest[inner]) - 1):
+            return False
+        extents = self.extents[active]
+        width = c_in * (extents[:, inner] - 1)  # each box's reach along a line
+        height = extents[:, outer]  # and its lines
+        line, col = np.divmod(self.base[active], c_out)
+        if np.any(col + width >= c_out):
+            return False  # a box wraps into the next line
+        order = np.lexsort((col, line))
+        line, col, width, height = line[order], col[order], width[order], height[order]
+        same = line[1:] == line[:-1]
+        if not np.all(col[1:][same] > (col + width)[:-1][same]):
+            return False
+        starts, first = np.unique(line, return_index=True)
+        lines = np.maximum.reduceat(height, first)  # each band's lines
+        return bool(np.all(starts[1:] >= starts[:-1] + lines[:-1]))
 
 
 def _row_groups(extents: np.ndarray) -> list[tuple[np.ndarray | slice, np.ndarray]]:
@@ -566,11 +596,11 @@ class StoreJournal:
         if access is None or access.shape != shape[1:] or \
                 access.extents.shape[0] not in (1, shape[0]) or not access.injective():
             return False
-        groups = access.groups()
-        if groups is None:
-            return False
         if access.extents.shape[0] == 1 and shape[0] > 1:
             return False  # every row writes the same elements: not injective across rows
+        groups = access.groups()
+        if groups is None:
+            return self._scatter_windows(buffer, access, value, shape)
         if isinstance(value, BoxedValues) and not (
                 len(groups) == 1 and tuple(groups[0][1]) == value.extents and
                 value.values.shape[0] == shape[0]):
@@ -584,6 +614,35 @@ class StoreJournal:
             part = values.values[sel] if isinstance(values, BoxedValues) else \
                 values[_box(sel, extents)]
             self._write(window, Ellipsis, part)  # in the journal's mode
+        return True
+
+    def _scatter_windows(self, buffer: np.ndarray, access: AffineAccess,
+                         value: np.ndarray | BoxedValues, shape: tuple[int, ...]) -> bool:
+        """An injective affine store whose rows' bases do not step evenly (programs in
+        a grouped order): each row's box is one element of a writeable sliding-window
+        view of ``buffer``, written by fancy indexing on the bases (the mirror of
+        ``_gather_windows``; the windows overlap, but no two rows' boxes share an
+        element). False, with nothing written, for a negative coefficient or a base
+        the view does not hold."""
+        if min(access.coefs, default=0) < 0 or buffer.ndim != 1:
+            return False
+        values = value.materialize() if isinstance(value, BoxedValues) else \
+            np.broadcast_to(value, shape)
+        writes = []
+        for sel, extents in _row_groups(access.extents):
+            if (extents == 0).any():
+                continue
+            reach = sum((int(e) - 1) * c for e, c in zip(extents, access.coefs))
+            positions = buffer.shape[0] - reach
+            bases = access.base[sel]
+            if positions <= 0 or bases.min() < 0 or bases.max() >= positions:
+                return False
+            windows = np.lib.stride_tricks.as_strided(
+                buffer, shape=(positions,) + tuple(int(e) for e in extents),
+                strides=(buffer.itemsize,) + tuple(c * buffer.itemsize for c in access.coefs))
+            writes.append((windows, bases, values[_box(sel, extents)]))
+        for windows, bases, part in writes:
+            self._write(windows, bases, part)
         return True
 
     def _write(self, buffer: np.ndarray, where: object, values: np.ndarray) -> None:

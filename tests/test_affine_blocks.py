@@ -156,11 +156,24 @@ def test_disjoint_2d_stores_let_chunks_run_on_several_threads():
     interp = Interpreter(launch, Options(interpreter_threads=2))
     assert interp.prove_in_bounds()
     assert interp.parallel, "the pre-pass proves the tiles' stores disjoint"
-    overlapping = transpose.prepare((x, np.empty((64, 256), np.float32), 256, 64),
+    interleaved = transpose.prepare((x, np.empty((64, 256), np.float32), 256, 64),
                                     {"ROWS": 16, "COLS": 16}, (16, 4))
-    interp = Interpreter(overlapping, Options(interpreter_threads=2))
+    interp = Interpreter(interleaved, Options(interpreter_threads=2))
     assert interp.prove_in_bounds()
-    assert not interp.parallel, "interleaved windows are not proved disjoint"
+    assert interp.parallel, "tiles whose index ranges interleave, in disjoint bands of lines"
+    overlapping = half_overlapping_2d_tiles.prepare((x, np.empty_like(x)), {}, (8,))
+    interp = Interpreter(overlapping, Options(interpreter_threads=2))
+    assert not interp.prove_in_bounds(), "lanes that clash: a race unless the values agree"
+    assert not interp.parallel, "tiles whose bands of lines overlap are not proved disjoint"
+
+
+@dsl.jit
+def half_overlapping_2d_tiles(x, out):
+    """Program p copies lines 8p .. 8p + 15 of a 64-column matrix: each tile shares
+    half its lines with the next program's."""
+    r = dsl.program_id(0) * 8 + dsl.arange(0, 16)[:, None]
+    c = dsl.arange(0, 64)[None, :]
+    dsl.store(out, r * 64 + c, dsl.load(x, r * 64 + c))
 
 
 def _record_takes(monkeypatch, name):
@@ -318,3 +331,52 @@ def test_a_ragged_gather_or_one_read_by_other_ops_is_padded(load_results):
     gather_rows_to[(4,)](ids, ids, table, out, 50, 13, ROWS=16, COLS=16, SCATTER=False)
     np.testing.assert_array_equal(out, table[ids])
     assert BoxedValues not in load_results
+
+
+@dsl.jit
+def shuffled_2d_tiles(x, out, n_rows, n_cols, ROWS: dsl.constexpr, COLS: dsl.constexpr):
+    """Program p copies tile (p * 5) % tiles of a grid of row and column tiles: the
+    tiles' index ranges interleave and their bases do not step evenly."""
+    tiles_c = dsl.cdiv(n_cols, COLS)
+    t = (dsl.program_id(0) * 5) % (dsl.cdiv(n_rows, ROWS) * tiles_c)
+    r = (t // tiles_c) * ROWS + dsl.arange(0, ROWS)[:, None]
+    c = (t % tiles_c) * COLS + dsl.arange(0, COLS)[None, :]
+    mask = (r < n_rows) & (c < n_cols)
+    dsl.store(out, r * n_cols + c, dsl.load(x, r * n_cols + c, mask, other=-1.0) * 2.0, mask)
+
+
+@pytest.mark.parametrize("n_rows,n_cols", [(64, 48), (60, 45)])
+def test_tiles_of_a_matrix_in_a_shuffled_order_store_through_windows(n_rows, n_cols,
+                                                                     monkeypatch):
+    """A grid of 2-D tiles written in an order whose bases do not step evenly (a
+    grouped matmul's output) is proved injective by bands of lines and written as
+    windows picked by base, ragged edge tiles included."""
+    taken = []
+    scatter = memory.StoreJournal._scatter_windows
+
+    def recording(self, *args):
+        taken.append(scatter(self, *args))
+        return taken[-1]
+
+    monkeypatch.setattr(memory.StoreJournal, "_scatter_windows", recording)
+    x = np.random.default_rng(5).standard_normal((n_rows, n_cols)).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    shuffled_2d_tiles[(12,)](x, out, n_rows, n_cols, ROWS=16, COLS=16)  # 4 x 3 tiles
+    np.testing.assert_array_equal(out, 2 * x)
+    assert taken and all(taken)
+
+
+def _tiles(bases, height, width, line=100):
+    bases = np.asarray(bases, np.int64)
+    return memory.AffineAccess(bases, (line, 1), (height, width),
+                               np.tile(np.asarray([height, width], np.int64), (len(bases), 1)))
+
+
+def test_tiles_are_injective_only_in_disjoint_bands_without_overlap_or_wrap():
+    grid = [r * 100 * 8 + c * 10 for r in range(3) for c in range(10)]
+    assert _tiles(np.random.default_rng(0).permutation(grid), 8, 10).injective()
+    assert not _tiles([0, 5], 8, 10).injective(), "two tiles of one band overlap"
+    assert not _tiles([0, 4 * 100 + 0], 8, 10).injective(), "bands share lines 4..7"
+    assert _tiles([0, 8 * 100 + 5], 8, 10).injective(), "bands apart: columns may overlap"
+    assert not _tiles([95, 8 * 100], 8, 10).injective(), "a tile wraps into the next line"
+    assert not _tiles([0, 0], 8, 10).injective(), "one tile twice"

@@ -186,3 +186,142 @@ def test_a_tensor_the_launch_writes_is_not_read_through_a_float32_copy(step_by_s
     np.testing.assert_array_equal(fast.view(np.uint16), slow.view(np.uint16))
     np.testing.assert_allclose(fast[:, :16], (a.astype(np.float32) @ b.astype(np.float32)
                                               ).astype(np.float16), rtol=2e-3, atol=2e-3)
+
+
+# -- distinct tiles (``lowering.tiles``, ``numerics.dot_steps_shared``)
+
+
+@dsl.jit
+def grouped_matmul(a, b, c, M, N, K, BM: dsl.constexpr, BN: dsl.constexpr, BK: dsl.constexpr,
+                   GROUP: dsl.constexpr):
+    """Programs walk the output tiles GROUP block rows at a time (tiles' bases do not
+    step evenly from one program to the next)."""
+    pid = dsl.program_id(0)
+    tiles_n = dsl.cdiv(N, BN)
+    in_group = GROUP * tiles_n
+    first_m = (pid // in_group) * GROUP
+    group_m = dsl.minimum(dsl.cdiv(M, BM) - first_m, GROUP)
+    rm = (first_m + (pid % in_group) % group_m) * BM + dsl.arange(0, BM)
+    rn = ((pid % in_group) // group_m) * BN + dsl.arange(0, BN)
+    acc = dsl.zeros((BM, BN), dsl.float32)
+    for k0 in range(0, K, BK):
+        rk = k0 + dsl.arange(0, BK)
+        ta = dsl.load(a, rm[:, None] * K + rk[None, :], (rm[:, None] < M) & (rk[None, :] < K), 0.0)
+        tb = dsl.load(b, rk[:, None] * N + rn[None, :], (rk[:, None] < K) & (rn[None, :] < N), 0.0)
+        acc = dsl.dot(ta, tb, acc)
+    dsl.store(c, rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) & (rn[None, :] < N))
+
+
+@dsl.jit
+def rotating_matmul(a, b, c, T: dsl.constexpr, BK: dsl.constexpr):
+    """Program p multiplies block row (p + step) % T of ``a``: the rows pair other
+    tiles at every step (no fixed grid of tile pairs)."""
+    p = dsl.program_id(0)
+    r = dsl.arange(0, 16)
+    acc = dsl.zeros((16, 16), dsl.float32)
+    for k0 in range(0, 64, BK):
+        rk = k0 + dsl.arange(0, BK)
+        row = ((p + k0 // BK) % T) * 16 + r
+        acc = dsl.dot(dsl.load(a, row[:, None] * 64 + rk[None, :]),
+                      dsl.load(b, rk[:, None] * 16 + r[None, :]), acc)
+    dsl.store(c, p * 256 + r[:, None] * 16 + r[None, :], acc)
+
+
+def _spy(monkeypatch, owner, name):
+    """Counts the calls of ``owner.name`` (the calls still run)."""
+    calls = []
+    original = getattr(owner, name)
+
+    def counting(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counting)
+    return calls
+
+
+@pytest.mark.parametrize("chunk,table", [(1 << 20, None), (1 << 14, None), (1 << 14, 12000)])
+def test_programs_read_each_distinct_tile_once_and_get_the_step_by_step_bits(
+        chunk, table, monkeypatch, step_by_step):
+    """A grouped 6x5-tile matmul with ragged edges, in one chunk of rows and in
+    several (tiles that an earlier chunk read are not read again); with a table
+    too small for every tile, later chunks load their own."""
+    from lowering import tiles
+    monkeypatch.setattr(interpreter, "CHUNK_ELEMENTS", chunk)
+    if table:
+        monkeypatch.setattr(tiles, "TABLE_ELEMENTS", table)
+    rng = np.random.default_rng(11)
+    m, n, k, bm, bn, bk = 90, 75, 100, 16, 16, 32
+    a, b = _operands(rng, m, n, k, np.float16)
+    grid = (-(-m // bm) * -(-n // bn),)
+    read = []
+    add = interpreter.SharedTiles.add
+
+    refused = []
+
+    def counting(self, first, tile, keys, reader, elements):
+        read.append(len(keys))
+        got = add(self, first, tile, keys, lambda rows: (read.append(-rows.shape[0]),
+                                                         reader(rows))[1], elements)
+        refused.append(got is None)
+        return got
+
+    monkeypatch.setattr(interpreter.SharedTiles, "add", counting)
+    products = _spy(monkeypatch, interpreter, "dot_steps_shared")
+    fast, slow = np.empty((m, n), np.float32), np.empty((m, n), np.float32)
+    grouped_matmul[grid](a, b, fast, m, n, k, BM=bm, BN=bn, BK=bk, GROUP=4)
+    assert len(products) == 1, "one product loop for every deferred chunk's rows"
+    steps, tiles_m, tiles_n = -(-k // bk), -(-m // bm), -(-n // bn)
+    loaded = -sum(r for r in read if r < 0)
+    if table:
+        assert loaded * bm * bk < 2 * table, "the tables stop growing at their bound"
+        assert any(refused) and not all(refused)
+    else:
+        assert loaded == steps * (tiles_m + tiles_n), "each distinct tile of a and b read once"
+    if chunk < 1 << 20:
+        assert sum(r > 0 for r in read) > 2, "several chunks"
+    monkeypatch.setattr(interpreter.SharedTiles, "add", add)
+    step_by_step(lambda: grouped_matmul[grid](a, b, slow, m, n, k, BM=bm, BN=bn, BK=bk,
+                                              GROUP=4))
+    np.testing.assert_array_equal(fast.view(np.uint32), slow.view(np.uint32))
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(fast - exact).max() < 2 * k * 2.0**-24 * np.abs(exact).max() + 1e-3
+
+
+def test_rows_that_pair_other_tiles_at_every_step_multiply_row_by_row(step_by_step):
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((64, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 16)).astype(np.float32)
+    fast, slow = np.empty(8 * 256, np.float32), np.empty(8 * 256, np.float32)
+    rotating_matmul[(8,)](a, b, fast, T=4, BK=16)
+    step_by_step(lambda: rotating_matmul[(8,)](a, b, slow, T=4, BK=16))
+    np.testing.assert_array_equal(fast.view(np.uint32), slow.view(np.uint32))
+    expected = np.zeros((8, 16, 16))
+    for p in range(8):
+        for s in range(4):
+            row = (p + s) % 4
+            expected[p] += a[row * 16:(row + 1) * 16, s * 16:(s + 1) * 16].astype(np.float64) \
+                @ b[s * 16:(s + 1) * 16].astype(np.float64)
+    np.testing.assert_allclose(fast.reshape(8, 16, 16), expected, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype,acc_dtype", [(np.float32, np.float32), (np.float16, np.float16),
+                                             (np.int8, np.int32)])
+@pytest.mark.parametrize("pairing", ["grid", "shuffled"])
+def test_dot_steps_shared_is_dot_steps_bit_for_bit(dtype, acc_dtype, pairing):
+    from dsl.numerics import dot_steps, dot_steps_shared
+    rng = np.random.default_rng(13)
+    steps, na, nb = 3, 4, 5
+    rows = na * nb
+    a_tiles = (rng.standard_normal((steps * na, 8, 16)) * 3).astype(dtype)
+    b_tiles = (rng.standard_normal((steps * nb, 16, 8)) * 3).astype(dtype)
+    pairs = np.array([(i, j) for i in range(na) for j in range(nb)])
+    a_of = np.concatenate([s * na + pairs[:, 0] for s in range(steps)])
+    b_of = np.concatenate([s * nb + pairs[:, 1] for s in range(steps)])
+    if pairing == "shuffled":  # each step pairs the rows differently
+        a_of = np.concatenate([s * na + rng.permutation(pairs[:, 0]) for s in range(steps)])
+    acc = (rng.standard_normal((rows, 8, 8)) * 3).astype(acc_dtype)
+    shared = dot_steps_shared(a_tiles, a_of, b_tiles, b_of, acc, steps)
+    plain = dot_steps(a_tiles[a_of], b_tiles[b_of], acc, steps)
+    assert shared.dtype == plain.dtype == acc_dtype
+    np.testing.assert_array_equal(shared.view(np.uint8), plain.view(np.uint8))
