@@ -380,3 +380,28 @@ def test_tiles_are_injective_only_in_disjoint_bands_without_overlap_or_wrap():
     assert _tiles([0, 8 * 100 + 5], 8, 10).injective(), "bands apart: columns may overlap"
     assert not _tiles([95, 8 * 100], 8, 10).injective(), "a tile wraps into the next line"
     assert not _tiles([0, 0], 8, 10).injective(), "one tile twice"
+
+
+def test_runs_that_are_whole_lines_are_taken_from_the_matrix_into_the_given_buffer():
+    """``memory._pick_runs``: an embedding's rows (starts at multiples of the run
+    length, a buffer of whole lines) are copied into the caller's (pooled) buffer;
+    any other runs are picked from a sliding-window view. Both equal the lanes."""
+    buffer = np.arange(60, dtype=np.float32)
+    given = []
+
+    def allocate(shape, dtype):
+        given.append(np.empty(shape, dtype))
+        return given[-1]
+
+    def lanes(starts, length, step):
+        return buffer[starts[..., None] + step * np.arange(length)]
+
+    lines = np.array([[10, 0], [50, 20]])
+    picked = memory._pick_runs(buffer, lines, 10, 1, allocate)
+    np.testing.assert_array_equal(picked, lanes(lines, 10, 1))
+    assert len(given) == 1 and picked is given[0]
+    for starts, length, step in (([[3, 17]], 10, 1), ([[0, 20]], 7, 1), ([[0, 10]], 10, 2)):
+        starts = np.asarray(starts)
+        np.testing.assert_array_equal(memory._pick_runs(buffer, starts, length, step, allocate),
+                                      lanes(starts, length, step))
+    assert len(given) == 1, "runs that are not whole lines are picked from windows"
