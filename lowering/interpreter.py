@@ -73,6 +73,7 @@ from lowering.lanes import (
     LaneMask,
     Lanes,
     RowRuns,
+    TakenLines,
     materialize,
     take_rows,
 )
@@ -93,8 +94,12 @@ if TYPE_CHECKING:
 
 # Elements per op in one batch: large enough to amortise the per-op Python overhead
 # (2**18 ran 1.3x and 2**16 2.4x slower at 16M elements, benchmarks/bench_bce.py),
-# small enough that the reused chunk buffers take a few MB each.
-CHUNK_ELEMENTS = 1 << 20
+# small enough that the reused chunk buffers take a few MB each. 2**21 against 2**20
+# (toggled in one process, best of 3; session 10): embedding 13.9 -> 10.8 ms, matmul
+# 17.5 -> 14.2, attention 45.1 -> 34.4, BCE backward 16M fp32 51.1 -> 46.3, no kernel
+# of bench_kernels.py slower by more than the noise; 2**22 slowed layer norm
+# backward by a fifth and BCE by a tenth.
+CHUNK_ELEMENTS = 1 << 21
 
 # Below this many elements a batch stays one chunk even when chunks may run on
 # several threads: handing work to a thread costs more than the work.
@@ -201,6 +206,7 @@ class Interpreter:
         self.proofs = facts.proofs
         self.wide_loads = facts.wide_loads
         self.widened: dict[str, np.ndarray | None] = {}  # tensor name -> float32 copy
+        self.unwritten: dict[str, bool] = {}  # tensor name -> ``_unwritten``
         self.dot_loops = facts.dot_loops
         self.shareable = facts.shareable
         # "direct" once the pre-pass has proved every access in bounds; a kernel that
@@ -832,8 +838,9 @@ class Interpreter:
         # a chunk's values die with it: its loads may reuse the previous chunk's buffers
         allocate = functools.partial(scratch, id(op)) if frame.pooled and not self.checking \
             else np.empty
-        value = load(buffer, offset, mask, other, not self.independent, allocate,
-                     boxed=mask is not None and self._stored_under_its_mask(op))
+        boxed = mask is not None and self._stored_under_its_mask(op)
+        value = load(buffer, offset, mask, other, not self.independent, allocate, boxed=boxed,
+                     late=boxed and self._unwritten(op.tensor))
         frame.set(op.result, value)
 
     def _stored_under_its_mask(self, op: Op) -> bool:
@@ -846,6 +853,16 @@ class Interpreter:
                 all(v is not op.result for v in user.operands if v is not user.value)
                 for user in op.result.users)
             self._boxed_loads[id(op)] = known
+        return known
+
+    def _unwritten(self, name: str) -> bool:
+        """True when this launch writes neither tensor ``name`` nor memory it shares: a
+        value read from it may be read late (``TakenLines``)."""
+        known = self.unwritten.get(name)
+        if known is None:
+            buffer = self.launch.tensors[name].buffer
+            known = self.unwritten[name] = name not in self.stored and not any(
+                np.may_share_memory(buffer, self.launch.tensors[w].buffer) for w in self.stored)
         return known
 
     def _widened(self, op: Op, tensor: BoundTensor, rows: int) -> np.ndarray:
@@ -894,7 +911,7 @@ class Interpreter:
             self._track(op, frame, index, mask, write=True)
         if value is None:
             value = frame.get(op.value)  # a BoxedValues stays one (``_stored_under_its_mask``)
-            value = value if isinstance(value, BoxedValues) else materialize(value)
+            value = value if isinstance(value, (BoxedValues, TakenLines)) else materialize(value)
         shape = (frame.size,) + op.value.shape
         self.journal.store(tensor.buffer, frame.get(op.offset), value, mask, shape)
 

@@ -360,7 +360,41 @@ class BoxedValues:
         return BoxedValues(self.values[rows], self.shape, other)
 
 
-_LAZY = (Lanes, LaneMask, Affine, BoxMask, RowRuns, BoxedValues)
+@dataclass(frozen=True)
+class TakenLines:
+    """A ``BoxedValues`` not yet copied: each row's box is whole lines of a tensor read
+    as a matrix (an embedding's rows of the table), ``matrix[lines]``, shaped
+    (rows, *lines.shape[1:], line length). A store whose destination is contiguous
+    takes the lines straight into memory (``StoreJournal``), one copy where loading
+    them first and storing them after made two. Made only for a tensor the launch
+    does not write, so reading it late reads the same values."""
+
+    matrix: np.ndarray  # (lines of the tensor, line length)
+    lines: np.ndarray  # (rows, ...) line numbers, each checked to be in the matrix
+    shape: tuple[int, ...]
+    other: object | None
+
+    @property
+    def extents(self) -> tuple[int, ...]:
+        return self.lines.shape[1:] + self.matrix.shape[1:]
+
+    def boxed(self) -> BoxedValues:
+        """The values, copied."""
+        values = np.take(self.matrix, self.lines.reshape(-1), axis=0, mode="clip")
+        return BoxedValues(values.reshape(self.lines.shape + self.matrix.shape[1:]),
+                           self.shape, self.other)
+
+    def materialize(self) -> np.ndarray:
+        return self.boxed().materialize()
+
+    def take(self, rows: np.ndarray) -> TakenLines:
+        if self.lines.shape[0] == 1:
+            return self
+        other = None if self.other is None else take_rows(self.other, rows)
+        return TakenLines(self.matrix, self.lines[rows], self.shape, other)
+
+
+_LAZY = (Lanes, LaneMask, Affine, BoxMask, RowRuns, BoxedValues, TakenLines)
 
 
 def materialize(x: object) -> np.ndarray:

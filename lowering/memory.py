@@ -23,7 +23,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dsl.errors import DataRaceError, OutOfBoundsError, SourceLoc
-from lowering.lanes import Affine, BoxedValues, BoxMask, LaneMask, Lanes, RowRuns, materialize
+from lowering.lanes import (
+    Affine,
+    BoxedValues,
+    BoxMask,
+    LaneMask,
+    Lanes,
+    RowRuns,
+    TakenLines,
+    materialize,
+)
 
 # How a load allocates its result: ``np.empty``, or a pooled buffer (contents undefined)
 Allocate = Callable[[tuple[int, ...], np.dtype], np.ndarray]
@@ -243,16 +252,25 @@ def _runs_within(runs: RowRuns, mask: object | None, numel: int) -> bool:
 
 
 def _load_runs(buffer: np.ndarray, runs: RowRuns, mask: object | None, other: object | None,
-               allocate: Allocate = np.empty, boxed: bool = False
-               ) -> np.ndarray | BoxedValues | None:
+               allocate: Allocate = np.empty, boxed: bool = False, late: bool = False
+               ) -> np.ndarray | BoxedValues | TakenLines | None:
     """A load through ``RowRuns``: each valid run is one window of a sliding-window view
     of ``buffer``, picked by its start (a row copy, as ``table[ids]`` is). None when the
-    mask is not a box."""
+    mask is not a box. ``late`` (with ``boxed``: nothing writes ``buffer`` in this
+    launch): runs that are whole lines of ``buffer`` stay ``TakenLines``, copied by
+    the store that reads them."""
     groups = _run_groups(runs, mask)
     if groups is None or buffer.ndim != 1:
         return None
     rows = max(runs.rows, BoxMask.of(mask).rows if mask is not None else 1)
     shape = (rows,) + runs.shape
+    if late and boxed and len(groups) == 1 and isinstance(groups[0][0], slice):
+        _, extent, starts = groups[0]
+        length = int(extent[-1])
+        if starts.shape[0] == rows and tuple(extent) != runs.shape and \
+                _whole_lines(buffer, starts, length, runs.step) and \
+                int(starts.min()) >= 0 and int(starts.max()) + length <= buffer.shape[0]:
+            return TakenLines(buffer.reshape(-1, length), starts // length, runs.shape, other)
     picked = []
     for sel, extent, starts in groups:
         length = int(extent[-1])
@@ -273,6 +291,11 @@ def _load_runs(buffer: np.ndarray, runs: RowRuns, mask: object | None, other: ob
     return out
 
 
+def _whole_lines(buffer: np.ndarray, starts: np.ndarray, length: int, step: int) -> bool:
+    """True when the runs are whole lines of ``buffer`` read as a (-1, length) matrix."""
+    return step == 1 and buffer.shape[0] % length == 0 and not np.any(starts % length)
+
+
 def _pick_runs(buffer: np.ndarray, starts: np.ndarray, length: int, step: int,
                allocate: Allocate) -> np.ndarray:
     """``starts.shape + (length,)``: the run of ``length`` elements ``step`` apart at
@@ -282,7 +305,7 @@ def _pick_runs(buffer: np.ndarray, starts: np.ndarray, length: int, step: int,
     page fault per 4 KiB, which took as long as the copy); others are picked from
     a sliding-window view."""
     item = buffer.itemsize
-    if step == 1 and buffer.shape[0] % length == 0 and not np.any(starts % length):
+    if _whole_lines(buffer, starts, length, step):
         out = allocate(starts.shape + (length,), buffer.dtype)
         np.take(buffer.reshape(-1, length), starts.reshape(-1) // length, axis=0,
                 out=out.reshape(-1, length), mode="clip")  # (no clipping: checked)
@@ -421,16 +444,18 @@ def _contiguous_run(offset: object, mask: object | None, rows: int | None = None
 
 
 def load(buffer: np.ndarray, offset: object, mask: object | None, other: object | None,
-         copy: bool, allocate: Allocate = np.empty, boxed: bool = False
-         ) -> np.ndarray | BoxedValues:
+         copy: bool, allocate: Allocate = np.empty, boxed: bool = False, late: bool = False
+         ) -> np.ndarray | BoxedValues | TakenLines:
     """Gather ``buffer[offset]`` for active lanes, ``other`` elsewhere. The result may
     have size-1 axes where the offsets do not vary (NumPy broadcasting semantics).
     ``boxed``: the caller only stores the value under the same mask, so a gather whose
-    valid lanes form one box over every row may return ``BoxedValues`` (no padding)."""
+    valid lanes form one box over every row may return ``BoxedValues`` (no padding).
+    ``late``: nothing writes ``buffer`` in this launch, so a boxed gather of whole
+    lines may stay ``TakenLines``, read when it is stored."""
     if mask is not None and isinstance(mask, LaneMask) and mask.all_true():
         mask = None
     if isinstance(offset, RowRuns):
-        picked = _load_runs(buffer, offset, mask, other, allocate, boxed)
+        picked = _load_runs(buffer, offset, mask, other, allocate, boxed, late)
         if picked is not None:
             return picked
     access = affine_access(offset, mask)
@@ -574,6 +599,10 @@ def _gather_windows(buffer: np.ndarray, access: AffineAccess, other: object | No
     return out
 
 
+def _rows(value: BoxedValues | TakenLines) -> int:
+    return value.values.shape[0] if isinstance(value, BoxedValues) else value.lines.shape[0]
+
+
 @dataclass
 class StoreJournal:
     """Writes, queues or logs the stores of one launch; see the module doc."""
@@ -588,6 +617,8 @@ class StoreJournal:
         box, stored under the mask it was loaded with)."""
         if mask is not None and isinstance(mask, LaneMask) and mask.all_true():
             mask = None
+        if isinstance(value, TakenLines) and self.mode != "direct":
+            value = value.boxed()  # (queued or logged: copied now)
         run = _contiguous_run(offset, mask, rows=shape[0])
         if run is not None:
             lo, count = run
@@ -619,16 +650,23 @@ class StoreJournal:
         groups = access.groups()
         if groups is None:
             return self._scatter_windows(buffer, access, value, shape)
-        if isinstance(value, BoxedValues) and not (
+        if isinstance(value, (BoxedValues, TakenLines)) and not (
                 len(groups) == 1 and tuple(groups[0][1]) == value.extents and
-                value.values.shape[0] == shape[0]):
+                _rows(value) == shape[0]):
             value = value.materialize()
-        values = value if isinstance(value, BoxedValues) else np.broadcast_to(value, shape)
+        values = value if isinstance(value, (BoxedValues, TakenLines)) else \
+            np.broadcast_to(value, shape)
         for sel, extents, first, step in groups:
             if (extents == 0).any():
                 continue
             count = sel.stop - sel.start if isinstance(sel, slice) else sel.shape[0]
             window = access.window(buffer, count, extents, first, step, writeable=True)
+            if isinstance(values, TakenLines):
+                if window.flags.c_contiguous:  # one copy, straight into memory
+                    np.take(values.matrix, values.lines.reshape(-1), axis=0, mode="clip",
+                            out=window.reshape(-1, values.matrix.shape[1]))
+                    continue
+                values = values.boxed()
             part = values.values[sel] if isinstance(values, BoxedValues) else \
                 values[_box(sel, extents)]
             self._write(window, Ellipsis, part)  # in the journal's mode
@@ -644,7 +682,7 @@ class StoreJournal:
         the view does not hold."""
         if min(access.coefs, default=0) < 0 or buffer.ndim != 1:
             return False
-        values = value.materialize() if isinstance(value, BoxedValues) else \
+        values = value.materialize() if isinstance(value, (BoxedValues, TakenLines)) else \
             np.broadcast_to(value, shape)
         writes = []
         for sel, extents in _row_groups(access.extents):

@@ -303,10 +303,11 @@ def gather_rows_to(ids, dest, table, out, n_ids, dim, ROWS: dsl.constexpr,
 
 @pytest.mark.parametrize("scatter", [False, True])
 def test_a_gather_only_stored_under_its_mask_keeps_no_padding(scatter, load_results):
-    """Rows of 13 in a block of 16: the load hands the store its 13 valid columns
-    (``BoxedValues``); the store writes them through windows, or, scattered through
-    loaded row numbers, after padding them back."""
-    from lowering.lanes import BoxedValues
+    """Rows of 13 in a block of 16: the load hands the store its 13 valid columns,
+    whole rows of the table not yet copied (``TakenLines``); the store takes them
+    straight into its windows, or, scattered through loaded row numbers, copies and
+    pads them first."""
+    from lowering.lanes import TakenLines
 
     rng = np.random.default_rng(9)
     table = rng.standard_normal((40, 13)).astype(np.float32)
@@ -317,12 +318,12 @@ def test_a_gather_only_stored_under_its_mask_keeps_no_padding(scatter, load_resu
     want = np.empty_like(out)
     want[dest if scatter else np.arange(64)] = table[ids]
     np.testing.assert_array_equal(out, want)
-    assert BoxedValues in load_results
+    assert TakenLines in load_results
 
 
 def test_a_ragged_gather_or_one_read_by_other_ops_is_padded(load_results):
     """The last tile of 50 rows is short (two boxes): the block is padded as before."""
-    from lowering.lanes import BoxedValues
+    from lowering.lanes import BoxedValues, TakenLines
 
     rng = np.random.default_rng(10)
     table = rng.standard_normal((40, 13)).astype(np.float32)
@@ -330,7 +331,33 @@ def test_a_ragged_gather_or_one_read_by_other_ops_is_padded(load_results):
     out = np.full((50, 13), np.nan, np.float32)
     gather_rows_to[(4,)](ids, ids, table, out, 50, 13, ROWS=16, COLS=16, SCATTER=False)
     np.testing.assert_array_equal(out, table[ids])
-    assert BoxedValues not in load_results
+    assert BoxedValues not in load_results and TakenLines not in load_results
+
+
+@dsl.jit
+def gather_rows_within(ids, table, n_ids, dim, ROWS: dsl.constexpr, COLS: dsl.constexpr):
+    """table[40 + t, :] = table[ids[t], :], every id below 40."""
+    t = dsl.program_id(0) * ROWS + dsl.arange(0, ROWS)
+    c = dsl.arange(0, COLS)[None, :]
+    inside = t < n_ids
+    row = dsl.load(ids, t, inside, other=0)[:, None]
+    mask = inside[:, None] & (c < dim)
+    dsl.store(table, (40 + t[:, None]) * dim + c, dsl.load(table, row * dim + c, mask), mask)
+
+
+def test_rows_of_a_tensor_the_launch_writes_are_copied_when_loaded(load_results):
+    """Rows gathered into the same tensor: a tensor the launch writes is read when
+    the load runs (``BoxedValues``), never late (``TakenLines``)."""
+    from lowering.lanes import BoxedValues, TakenLines
+
+    rng = np.random.default_rng(11)
+    table = rng.standard_normal((104, 13)).astype(np.float32)
+    ids = rng.integers(0, 40, 64).astype(np.int32)
+    want = table.copy()
+    want[40:] = table[ids]
+    gather_rows_within[(4,)](ids, table, 64, 13, ROWS=16, COLS=16)
+    np.testing.assert_array_equal(table, want)
+    assert BoxedValues in load_results and TakenLines not in load_results
 
 
 @dsl.jit

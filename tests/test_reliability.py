@@ -271,7 +271,7 @@ def test_a_damaged_lowering_cache_entry_is_rebuilt(tmp_path, damage):
 
 # ----------------------------------------------------------------------------- aliasing (point 3)
 
-BIG = 3_000_000  # above the interpreter's chunk size (2**20 elements per op)
+BIG = 3_000_000  # above the interpreter's chunk size (2**21 elements per op)
 
 
 def _aliasing_cases():
