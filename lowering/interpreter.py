@@ -115,7 +115,7 @@ _worker = threading.local()
 class Frame:
     """Runtime values of one batch; misses are gathered from the enclosing batch."""
 
-    __slots__ = ("values", "parent", "rows", "pid", "owned", "pooled")
+    __slots__ = ("values", "parent", "rows", "pid", "owned", "pooled", "fold")
 
     def __init__(self, parent: Frame | None, rows: np.ndarray | None, pid: np.ndarray,
                  pooled: bool = False) -> None:
@@ -127,6 +127,9 @@ class Frame:
         self.parent = parent
         self.rows = rows  # indices into the parent's batch, or None for the same rows
         self.pid = pid  # (rows, 3) program ids, for error messages and program_id
+        # the last argmax/argmin: (its operand, axis, largest, the extremes it picked),
+        # for a max/min of the same operand (``Interpreter.op_reduce``)
+        self.fold: tuple[np.ndarray, int, bool, np.ndarray] | None = None
 
     def get(self, v: Value) -> Any:
         try:
@@ -777,9 +780,12 @@ class Interpreter:
         frame.set(op.result, dot_product(a, b, acc))
 
     def op_arg_reduce(self, op: Op, frame: Frame) -> None:
+        source = frame.get(op.source)
         full = self._full(op.source, frame)
-        value, index = arg_fold(full, 1 + op.attrs["axis"], op.attrs["combine"] == "argmax",
-                                op.attrs["tie_break_left"])
+        largest = op.attrs["combine"] == "argmax"
+        value, index = arg_fold(full, 1 + op.attrs["axis"], largest, op.attrs["tie_break_left"])
+        if isinstance(source, np.ndarray):
+            frame.fold = (source, op.attrs["axis"], largest, value)
         frame.set(op.results[0], value)
         frame.set(op.results[1], index)
 
@@ -792,9 +798,37 @@ class Interpreter:
         arr = materialize(frame.get(op.source))
         full = np.broadcast_to(arr, (arr.shape[0],) + op.source.shape)
         combine = COMBINES[op.attrs["combine"]]
-        with ignore_fp_errors():
-            out = combine.numpy(full, 1 + op.attrs["axis"], op.result.dtype.np)
+        out = self._extremes_already_found(op, frame, arr)
+        if out is None:
+            with ignore_fp_errors():
+                out = combine.numpy(full, 1 + op.attrs["axis"], op.result.dtype.np)
         frame.set(op.result, np.asarray(out, dtype=op.result.dtype.np))
+
+    @staticmethod
+    def _extremes_already_found(op: Op, frame: Frame, arr: np.ndarray) -> np.ndarray | None:
+        """A max (min) of the operand an argmax (argmin) just folded along the same
+        axis: the values it picked, without a second pass. Equal to ``np.fmax.reduce``
+        (``fmin``) bit for bit: in a row without NaN a nonzero extreme has one bit
+        pattern; the rows whose picked value is a zero (-0.0 or +0.0, whichever the
+        reduce keeps) or a NaN (the row holds one, ``numerics.arg_fold``, and the
+        reduce ignores it) are reduced again. None: reduce as usual."""
+        fold = frame.fold
+        combine = op.attrs["combine"]
+        if fold is None or fold[0] is not arr or combine not in ("max", "min") or \
+                fold[1:3] != (op.attrs["axis"], combine == "max"):
+            return None
+        value = fold[3]
+        if value.dtype != op.result.dtype.np:
+            return None
+        out = value.copy()
+        if value.dtype.kind != "f":
+            return out
+        again = np.nonzero((value == 0) | np.isnan(value))
+        if again[0].size:
+            full = np.broadcast_to(arr, (arr.shape[0],) + op.source.shape)
+            moved = np.moveaxis(full, 1 + op.attrs["axis"], -1)
+            out[again] = COMBINES[combine].numpy(moved[again], -1, value.dtype)
+        return out
 
     def op_where(self, op: Op, frame: Frame) -> None:
         """An all-true lazy mask selects the first value as it is; else elementwise."""

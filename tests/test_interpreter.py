@@ -551,3 +551,62 @@ def test_a_masked_load_fills_each_lane_with_its_own_other():
     expected = np.arange(16, dtype=np.float32) + 100
     expected.reshape(4, 4)[:2, :2] = 0
     np.testing.assert_array_equal(out, expected)
+
+
+# ----------------------------------------------------------------------------- argmax and max
+
+
+@dsl.jit
+def extremes(x, idx_out, val_out, n_cols, LARGEST: dsl.constexpr, BLOCK: dsl.constexpr):
+    """Per row: the index of the first extreme and the NaN-ignoring extreme itself."""
+    r = dsl.program_id(0)
+    cols = dsl.arange(0, BLOCK)
+    v = dsl.load(x, r * n_cols + cols)
+    if LARGEST:
+        dsl.store(idx_out, r + cols * 0, dsl.argmax(v, 0), cols == 0)
+        dsl.store(val_out, r + cols * 0, dsl.max(v, 0), cols == 0)
+    else:
+        dsl.store(idx_out, r + cols * 0, dsl.argmin(v, 0), cols == 0)
+        dsl.store(val_out, r + cols * 0, dsl.min(v, 0), cols == 0)
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
+def test_a_max_of_what_an_argmax_folded_is_the_reduce_bit_for_bit(largest, dtype, monkeypatch):
+    """``max(v)`` after ``argmax(v)`` takes the extremes the fold picked
+    (``Interpreter._extremes_already_found``): the same bits as ``np.fmax.reduce``
+    in rows of ties, signed zeros (-0.0 and +0.0 both extreme), a NaN, and all NaN."""
+    rng = np.random.default_rng(21)
+    x = rng.integers(-3, 4, (8, 16)).astype(dtype)
+    if dtype != np.int32:
+        sign = 1 if largest else -1
+        x[0] = -sign * np.abs(x[0]) - 1
+        x[0, [3, 9]] = [-0.0, 0.0]  # the extreme is a zero of either sign
+        x[1, 5] = np.nan
+        x[2] = np.nan
+        x[3, [2, 11]] = [0.0, -0.0]
+        x[3] = np.where(np.arange(16) % 5 == 1, x[3], -sign * 7)
+        x[3, [2, 11]] = [0.0, -0.0]
+    x.setflags(write=False)  # a read-only operand: the fold reads it without a copy
+    found = []
+    real = interpreter.Interpreter.__dict__["_extremes_already_found"].__func__
+
+    def spy(op, frame, arr):
+        found.append(real(op, frame, arr))
+        return found[-1]
+
+    def launch():
+        idx, val = np.empty(8, np.int32), np.empty(8, dtype)
+        extremes[(8,)](x, idx, val, 16, LARGEST=largest, BLOCK=16)
+        return idx, val
+
+    monkeypatch.setattr(interpreter.Interpreter, "_extremes_already_found", staticmethod(spy))
+    idx, val = launch()
+    assert any(f is not None for f in found), "the fold's extremes were used"
+    monkeypatch.setattr(interpreter.Interpreter, "_extremes_already_found",
+                        staticmethod(lambda op, frame, arr: None))
+    idx2, val2 = launch()
+    np.testing.assert_array_equal(idx, idx2)
+    np.testing.assert_array_equal(val.view(np.uint8), val2.view(np.uint8))
+    reduce = np.fmax.reduce if largest else np.fmin.reduce
+    np.testing.assert_array_equal(val.view(np.uint8), reduce(x, axis=1).view(np.uint8))
