@@ -4,12 +4,16 @@
 
 Each tutorial runs unchanged in a child process under ``DSL_TRITON_INTERPRET``-style
 routing (the ``benchmarks/triton_ascend_shim`` start-up maps the NPU onto the CPU and
-sends every Triton launch to this project's interpreter). The child wraps the launch
-of ``dsl.triton_compat.TritonKernel`` so that the first launch of each kernel is
-also lowered, with the very arguments the tutorial passed, for an Ascend910B4
-(``kernel.lower``: generated Triton -> triton-ascend -> bishengir -> HIVM), and
-prints the Unified Buffer (or, for dot kernels, L1/L0) use against capacity. The
-parent prints one line per kernel and whether every kernel fits.
+sends every Triton launch to this project's interpreter). The child wraps the record
+of each launch (``dsl.triton_compat.LaunchedKernel``) so that the first launch of each
+kernel is also lowered, with the very arguments the tutorial passed, for an
+Ascend910B4 (``kernel.lower``: generated Triton -> triton-ascend -> bishengir ->
+HIVM), and prints the Unified Buffer (or, for dot kernels, L1/L0) use against
+capacity. For comparison the tutorial's own ``@triton.jit`` kernel is compiled too,
+with the same arguments and config, by triton-ascend's own front end (TTIR ->
+Linalg) and the same bishengir-compile: its "tutorial's own kernel" figure says
+whether an overflow is this project's code generation or the kernel's. The parent
+prints one line per kernel and whether every kernel fits.
 """
 
 from __future__ import annotations
@@ -24,38 +28,56 @@ from triton_ascend_suite import child_env, git_commit, run_child  # (benchmarks/
 TUTORIALS = Path("third_party/ascend/tutorials")
 MARK = "LOWERED "
 
-# The child: wrap TritonKernel._launch, then run the tutorial as __main__.
+# The child: wrap LaunchedKernel (the record of a Triton launch routed to the
+# interpreter), then run the tutorial as __main__.
 CHILD = r"""
 import json, runpy, sys
 import dsl.triton_compat as tc
+from dsl.targets import get_target
+from lowering import ub
+from lowering.compiler import run_bishengir, toolchain
 
 seen = set()
-original = tc.TritonKernel._launch
+original_init = tc.LaunchedKernel.__init__
 
-def launch_then_lower(self, args, kwargs, grid, *rest, **more):
-    original(self, args, kwargs, grid, *rest, **more)
+def own_kernel_ub(record):
+    # the tutorial's own kernel through triton-ascend's front end and bishengir-compile
+    try:
+        hivm = run_bishengir(toolchain()[1], record.asm["ttadapter"], get_target("Ascend910B4"))
+        return ub.measured_bytes(hivm), "fits"
+    except Exception as exc:
+        overflow = ub.reported_overflow(str(exc))
+        if overflow is not None:
+            return overflow[1], "overflows"
+        return None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+
+def init_then_lower(self, kernel, dsl_kernel, args, kwargs):
+    original_init(self, kernel, dsl_kernel, args, kwargs)
     if self.name in seen:
         return
     seen.add(self.name)
     row = {"kernel": self.name}
+    chosen = dsl_kernel
     try:
-        if len(self.configs) > 1:  # autotuned: every config, the best fit first
-            ranked = self.rank_configs(*args, target="Ascend910B4", **kwargs)
-            row["configs"] = [[getattr(c, "kwargs", c), ub, note] for c, ub, note in ranked]
+        if len(dsl_kernel.configs) > 1:  # autotuned: every config, the best fit first
+            ranked = dsl_kernel.rank_configs(*args, target="Ascend910B4", **kwargs)
+            row["configs"] = [[getattr(c, "kwargs", c), ub_, note] for c, ub_, note in ranked]
+            row["config_list"] = [getattr(c, "kwargs", c) for c in dsl_kernel.configs]
             best = ranked[0][0]
-            lowered = self.with_config(self.configs.index(best)).lower(
-                *args, target="Ascend910B4", **kwargs)
+            chosen = dsl_kernel.with_config(dsl_kernel.configs.index(best))
             row["config"] = str(getattr(best, "kwargs", best))
-        else:
-            lowered = self.lower(*args, target="Ascend910B4", **kwargs)
+        lowered = chosen.lower(*args, target="Ascend910B4", **kwargs)
         row.update(ub=lowered.ub_measured_bytes, capacity=lowered.ub_capacity_bytes,
-                   hivm_lines=lowered.hivm.count("\n"), report=lowered.ub_report.splitlines()[:3]
-                   if isinstance(lowered.ub_report, str) else None)
+                   hivm_lines=lowered.hivm.count("\n"))
     except Exception as exc:  # reported, not raised: the tutorial goes on
         row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+    row["own"] = own_kernel_ub(tc.LaunchedKernel(kernel, chosen, args, kwargs))
+    if len(dsl_kernel.configs) > 1:
+        row["own_configs"] = [own_kernel_ub(tc.LaunchedKernel(
+            kernel, dsl_kernel.with_config(i), args, kwargs)) for i in range(len(dsl_kernel.configs))]
     print("LOWERED " + json.dumps(row), flush=True)
 
-tc.TritonKernel._launch = launch_then_lower
+tc.LaunchedKernel.__init__ = init_then_lower
 sys.argv = [sys.argv[1]]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
@@ -89,18 +111,25 @@ def main() -> int:
                 every_fits = False
                 print(f"{tutorial.name}: no kernel lowered ({tail})")
             for row in rows:
+                own_bytes, own_note = row.get("own", (None, "not compiled"))
+                own = f"; tutorial's own kernel: {own_note}" + \
+                    (f", {own_bytes} B" if own_bytes is not None else "")
                 if "error" in row:
                     every_fits = False
-                    print(f"{tutorial.name:34} {row['kernel']:28} FAILED {row['error']}")
+                    print(f"{tutorial.name:34} {row['kernel']:28} FAILED {row['error']}{own}")
                 else:
                     fits = row["ub"] <= row["capacity"]
                     every_fits &= fits
                     print(f"{tutorial.name:34} {row['kernel']:28} HIVM {row['hivm_lines']:5} lines, "
                           f"UB {row['ub']:7} of {row['capacity']} B "
                           f"{'fits' if fits else 'OVERFLOWS'}"
-                          + (f" with config {row['config']}" if "config" in row else ""))
-                    for config, _ub, note in row.get("configs", []):
-                        print(f"{'':34}   autotune config {config}: {note}")
+                          + (f" with config {row['config']}" if "config" in row else "") + own)
+                for config, _ub, note in row.get("configs", []):
+                    print(f"{'':34}   autotune config {config}: {note}")
+                for config, (own_bytes, own_note) in zip(
+                        row.get("config_list", []), row.get("own_configs", [])):
+                    print(f"{'':34}   tutorial's own kernel, config {config}: {own_note}"
+                          + (f", {own_bytes} B" if own_bytes is not None else ""))
     print("every kernel lowered within UB" if every_fits else "some kernel did not lower or fit")
     return 0 if every_fits else 1
 

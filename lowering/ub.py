@@ -96,8 +96,11 @@ class UBOverflowError(DSLError):
         how = "bishengir-compile found that it needs" if measured else "needs about"
         where = f"\n{loc}: in your kernel:\n{loc.excerpt()}" if loc is not None else ""
         what = "Unified Buffer" if memory == "UB" else f"the Cube unit's {memory} buffer"
-        buffers = f"; the tile buffers live at the peak are {live.describe()}" \
-            if memory == "UB" else ""
+        # bishengir reports only the total: the buffers named with a measured figure
+        # are this project's liveness model's, which the toolchain may plan otherwise
+        whose = "this project's liveness model puts these tile buffers at the peak" \
+            if measured else "the tile buffers live at the peak are"
+        buffers = f"; {whose}: {live.describe()}" if memory == "UB" else ""
         super().__init__(
             f"kernel '{kernel}'{at} {how} {needed} bytes of {what} but "
             f"{getattr(target, 'name', target)} has {capacity}{buffers}. Use a smaller "
