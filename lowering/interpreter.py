@@ -127,9 +127,9 @@ class Frame:
         self.parent = parent
         self.rows = rows  # indices into the parent's batch, or None for the same rows
         self.pid = pid  # (rows, 3) program ids, for error messages and program_id
-        # the last argmax/argmin: (its operand, axis, largest, the extremes it picked),
-        # for a max/min of the same operand (``Interpreter.op_reduce``)
-        self.fold: tuple[np.ndarray, int, bool, np.ndarray] | None = None
+        # the last argmax/argmin: (its operand's value id and array, axis, largest,
+        # the extremes it picked), for a max/min of the same operand (``op_reduce``)
+        self.fold: tuple[int, np.ndarray, int, bool, np.ndarray] | None = None
 
     def get(self, v: Value) -> Any:
         try:
@@ -785,7 +785,7 @@ class Interpreter:
         largest = op.attrs["combine"] == "argmax"
         value, index = arg_fold(full, 1 + op.attrs["axis"], largest, op.attrs["tie_break_left"])
         if isinstance(source, np.ndarray):
-            frame.fold = (source, op.attrs["axis"], largest, value)
+            frame.fold = (op.source.uid, source, op.attrs["axis"], largest, value)
         frame.set(op.results[0], value)
         frame.set(op.results[1], index)
 
@@ -814,10 +814,12 @@ class Interpreter:
         reduce ignores it) are reduced again. None: reduce as usual."""
         fold = frame.fold
         combine = op.attrs["combine"]
-        if fold is None or fold[0] is not arr or combine not in ("max", "min") or \
-                fold[1:3] != (op.attrs["axis"], combine == "max"):
+        # the same value (a dead operand's buffer may hold a later value: the array
+        # alone does not tell) on the same rows
+        if fold is None or fold[0] != op.source.uid or fold[1] is not arr or \
+                combine not in ("max", "min") or fold[2:4] != (op.attrs["axis"], combine == "max"):
             return None
-        value = fold[3]
+        value = fold[4]
         if value.dtype != op.result.dtype.np:
             return None
         out = value.copy()

@@ -610,3 +610,24 @@ def test_a_max_of_what_an_argmax_folded_is_the_reduce_bit_for_bit(largest, dtype
     np.testing.assert_array_equal(val.view(np.uint8), val2.view(np.uint8))
     reduce = np.fmax.reduce if largest else np.fmin.reduce
     np.testing.assert_array_equal(val.view(np.uint8), reduce(x, axis=1).view(np.uint8))
+
+
+@dsl.jit
+def argmax_then_max_of_another_value(x, idx_out, val_out, BLOCK: dsl.constexpr):
+    """``v`` dies in ``v * 2.0`` (whose result may take its buffer): the max is of
+    ``w``, a different value, not of what the argmax folded."""
+    r = dsl.program_id(0)
+    cols = dsl.arange(0, BLOCK)
+    v = dsl.load(x, r * BLOCK + cols) + 0.0
+    i = dsl.argmax(v, 0)
+    w = v * 2.0
+    dsl.store(idx_out, r + cols * 0, i, cols == 0)
+    dsl.store(val_out, r + cols * 0, dsl.max(w, 0), cols == 0)
+
+
+def test_a_max_of_another_value_in_the_folded_operands_buffer_is_its_own():
+    x = np.random.default_rng(22).standard_normal((4, 32)).astype(np.float32)
+    idx, val = np.empty(4, np.int32), np.empty(4, np.float32)
+    argmax_then_max_of_another_value[(4,)](x, idx, val, BLOCK=32)
+    np.testing.assert_array_equal(idx, np.argmax(x, axis=1))
+    np.testing.assert_array_equal(val, (x * np.float32(2.0)).max(axis=1))
