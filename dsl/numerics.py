@@ -567,7 +567,8 @@ def arg_fold(x: np.ndarray, axis: int, largest: bool, tie_break_left: bool
     if not moved.flags.writeable:
         # NumPy's argmax/argmin copy a read-only operand first (2.7x slower on a
         # loaded tile that is a read-only view of its tensor); they only read it
-        moved = np.asarray(_ReadAlias(moved))
+        # (the array interface spells a dtype NumPy does not own, bfloat16, as void)
+        moved = np.asarray(_ReadAlias(moved)).view(moved.dtype)
     # Without NaN the fold keeps the first (or last) extreme: NumPy finds it at once.
     # NumPy's argmax/argmin stop at a row's first NaN, so a row holds a NaN exactly
     # when the element they pick is one: no separate pass looks for NaNs.

@@ -58,6 +58,8 @@ from dsl.numerics import (
     dot_steps,
     dot_steps_shared,
     ignore_fp_errors,
+    max_ignoring_nan,
+    min_ignoring_nan,
     scan_in_order,
     widen_to_float32,
 )
@@ -813,23 +815,24 @@ class Interpreter:
         reduce keeps) or a NaN (the row holds one, ``numerics.arg_fold``, and the
         reduce ignores it) are reduced again. None: reduce as usual."""
         fold = frame.fold
-        combine = op.attrs["combine"]
+        reduce = COMBINES[op.attrs["combine"]].numpy
         # the same value (a dead operand's buffer may hold a later value: the array
         # alone does not tell) on the same rows
         if fold is None or fold[0] != op.source.uid or fold[1] is not arr or \
-                combine not in ("max", "min") or fold[2:4] != (op.attrs["axis"], combine == "max"):
+                reduce not in (max_ignoring_nan, min_ignoring_nan) or \
+                fold[2:4] != (op.attrs["axis"], reduce is max_ignoring_nan):
             return None
         value = fold[4]
         if value.dtype != op.result.dtype.np:
             return None
         out = value.copy()
-        if value.dtype.kind != "f":
+        if np.issubdtype(value.dtype, np.integer) or value.dtype == np.bool_:
             return out
         again = np.nonzero((value == 0) | np.isnan(value))
         if again[0].size:
             full = np.broadcast_to(arr, (arr.shape[0],) + op.source.shape)
             moved = np.moveaxis(full, 1 + op.attrs["axis"], -1)
-            out[again] = COMBINES[combine].numpy(moved[again], -1, value.dtype)
+            out[again] = reduce(moved[again], -1, value.dtype)
         return out
 
     def op_where(self, op: Op, frame: Frame) -> None:

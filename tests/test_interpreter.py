@@ -571,7 +571,7 @@ def extremes(x, idx_out, val_out, n_cols, LARGEST: dsl.constexpr, BLOCK: dsl.con
 
 
 @pytest.mark.parametrize("largest", [True, False])
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16, np.int32])
 def test_a_max_of_what_an_argmax_folded_is_the_reduce_bit_for_bit(largest, dtype, monkeypatch):
     """``max(v)`` after ``argmax(v)`` takes the extremes the fold picked
     (``Interpreter._extremes_already_found``): the same bits as ``np.fmax.reduce``
