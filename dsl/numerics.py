@@ -558,11 +558,20 @@ def xor_reduce(x: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
 
 def arg_fold(x: np.ndarray, axis: int, largest: bool, tie_break_left: bool
              ) -> tuple[np.ndarray, np.ndarray]:
+    """(value, int32 index) of ``arg_fold_and_nan``."""
+    value, index, _ = arg_fold_and_nan(x, axis, largest, tie_break_left)
+    return value, index
+
+
+def arg_fold_and_nan(x: np.ndarray, axis: int, largest: bool, tie_break_left: bool
+                     ) -> tuple[np.ndarray, np.ndarray, bool]:
     """(value, int32 index) of the largest (or smallest) element along ``axis``, as a
     left fold of Triton's argmax/argmin combine: the running pair is kept while it is
     strictly better, or equal with ``tie_break_left``; otherwise the next element
     replaces it -- so a NaN is replaced by the element after it, and a NaN in the last
-    position wins (what the lowered loop computes)."""
+    position wins (what the lowered loop computes). The third result says whether some
+    row holds a NaN (then a picked value is not always the row's NaN-ignoring extreme:
+    a NaN resets the fold)."""
     moved = np.moveaxis(x, axis, -1)
     if not moved.flags.writeable:
         # NumPy's argmax/argmin copy a read-only operand first (2.7x slower on a
@@ -576,8 +585,9 @@ def arg_fold(x: np.ndarray, axis: int, largest: bool, tie_break_left: bool
     index = pick(moved, axis=-1) if tie_break_left else \
         moved.shape[-1] - 1 - pick(moved[..., ::-1], axis=-1)
     value = np.take_along_axis(moved, index[..., None], axis=-1)[..., 0]
-    if not (moved.dtype.kind == "f" and np.isnan(value).any()):
-        return value, index.astype(np.int32)
+    # (bfloat16's kind is "V": every non-integer operand here is a float)
+    if moved.dtype.kind in "iub" or not np.isnan(value).any():
+        return value, index.astype(np.int32), False
     value = moved[..., 0].copy()
     index = np.zeros(value.shape, np.int32)
     with np.errstate(invalid="ignore"):
@@ -587,7 +597,7 @@ def arg_fold(x: np.ndarray, axis: int, largest: bool, tie_break_left: bool
             keep = better | ((value == nxt) & tie_break_left)
             value = np.where(keep, value, nxt)
             index = np.where(keep, index, np.int32(i))
-    return value, index
+    return value, index, True
 
 
 def scan_in_order(x: np.ndarray, axis: int, combine: str, reverse: bool) -> np.ndarray:

@@ -52,7 +52,7 @@ from dsl.errors import DataRaceError, DeviceAssertionError, DSLRuntimeError
 from dsl.ir import Block, Function, Op, Value, walk_block
 from dsl.numerics import (
     apply_atomics,
-    arg_fold,
+    arg_fold_and_nan,
     bitcast_array,
     cast_array,
     dot_steps,
@@ -785,8 +785,9 @@ class Interpreter:
         source = frame.get(op.source)
         full = self._full(op.source, frame)
         largest = op.attrs["combine"] == "argmax"
-        value, index = arg_fold(full, 1 + op.attrs["axis"], largest, op.attrs["tie_break_left"])
-        if isinstance(source, np.ndarray):
+        value, index, nan = arg_fold_and_nan(full, 1 + op.attrs["axis"], largest,
+                                             op.attrs["tie_break_left"])
+        if isinstance(source, np.ndarray) and not nan:
             frame.fold = (op.source.uid, source, op.attrs["axis"], largest, value)
         frame.set(op.results[0], value)
         frame.set(op.results[1], index)
@@ -809,11 +810,11 @@ class Interpreter:
     @staticmethod
     def _extremes_already_found(op: Op, frame: Frame, arr: np.ndarray) -> np.ndarray | None:
         """A max (min) of the operand an argmax (argmin) just folded along the same
-        axis: the values it picked, without a second pass. Equal to ``np.fmax.reduce``
-        (``fmin``) bit for bit: in a row without NaN a nonzero extreme has one bit
-        pattern; the rows whose picked value is a zero (-0.0 or +0.0, whichever the
-        reduce keeps) or a NaN (the row holds one, ``numerics.arg_fold``, and the
-        reduce ignores it) are reduced again. None: reduce as usual."""
+        axis, when no row held a NaN (``op_arg_reduce`` records only such folds: a NaN
+        resets the fold, ``numerics.arg_fold_and_nan``): the values it picked, without
+        a second pass. Equal to ``np.fmax.reduce`` (``fmin``) bit for bit: a nonzero
+        extreme has one bit pattern, and the rows whose extreme is a zero (-0.0 or
+        +0.0, whichever the reduce keeps) are reduced again. None: reduce as usual."""
         fold = frame.fold
         reduce = COMBINES[op.attrs["combine"]].numpy
         # the same value (a dead operand's buffer may hold a later value: the array
@@ -828,7 +829,7 @@ class Interpreter:
         out = value.copy()
         if np.issubdtype(value.dtype, np.integer) or value.dtype == np.bool_:
             return out
-        again = np.nonzero((value == 0) | np.isnan(value))
+        again = np.nonzero(value == 0)
         if again[0].size:
             full = np.broadcast_to(arr, (arr.shape[0],) + op.source.shape)
             moved = np.moveaxis(full, 1 + op.attrs["axis"], -1)
