@@ -897,7 +897,8 @@ class Interpreter:
 
     def _unwritten(self, name: str) -> bool:
         """True when this launch writes neither tensor ``name`` nor memory it shares: a
-        value read from it may be read late (``TakenLines``)."""
+        value read from it may be read late (``TakenLines``) or from a copy made once
+        (``_widened``)."""
         known = self.unwritten.get(name)
         if known is None:
             buffer = self.launch.tensors[name].buffer
@@ -914,11 +915,9 @@ class Interpreter:
         wide = self.widened.get(op.tensor, False)
         if wide is False:
             buffer = tensor.buffer
-            elements = rows * prod(op.result.shape)
-            written = [self.launch.tensors[name].buffer for name in self.stored]
             wide = None
-            if op.tensor not in self.stored and 4 * elements >= buffer.shape[0] and \
-                    not any(np.may_share_memory(buffer, w) for w in written):
+            if 4 * rows * prod(op.result.shape) >= buffer.shape[0] and \
+                    self._unwritten(op.tensor):
                 wide = widen_to_float32(buffer)
             self.widened[op.tensor] = wide
         return tensor.buffer if wide is None else wide

@@ -565,18 +565,16 @@ def _load_affine(buffer: np.ndarray, access: AffineAccess, other: object | None,
     return out
 
 
-def _gather_windows(buffer: np.ndarray, access: AffineAccess, other: object | None,
-                    allocate: Allocate = np.empty) -> np.ndarray | None:
-    """An affine load whose rows' bases do not step evenly (programs in a grouped or
-    data-dependent order): every row's box is one element of a sliding-window view of
-    ``buffer`` (window ``p`` is the box whose first lane sits at ``p``), picked by
-    fancy indexing on the bases -- a copy of each box, with no index array per lane.
-    None (the caller gathers lane by lane) for a negative coefficient or a base the
-    view does not hold."""
+def _box_windows(buffer: np.ndarray, access: AffineAccess, writeable: bool
+                 ) -> list[tuple[np.ndarray | slice, np.ndarray, np.ndarray, np.ndarray]] | None:
+    """Per group of rows with one box (empty boxes left out): (rows, extents, a
+    sliding-window view of ``buffer`` whose window ``p`` is the box with its first
+    lane at ``p``, the rows' bases). None for a negative coefficient or a base the
+    view does not hold, checked for every group before any view is made."""
     if min(access.coefs, default=0) < 0 or buffer.ndim != 1:
         return None
-    rows, item = access.extents.shape[0], buffer.itemsize
-    picked = []
+    item = buffer.itemsize
+    groups = []
     for sel, extents in _row_groups(access.extents):
         if (extents == 0).any():
             continue
@@ -585,10 +583,26 @@ def _gather_windows(buffer: np.ndarray, access: AffineAccess, other: object | No
         bases = access.base[sel]
         if positions <= 0 or bases.min() < 0 or bases.max() >= positions:
             return None
-        windows = np.lib.stride_tricks.as_strided(
-            buffer, shape=(positions,) + tuple(int(e) for e in extents),
-            strides=(item,) + tuple(c * item for c in access.coefs), writeable=False)
-        picked.append((sel, extents, windows[bases]))
+        groups.append((sel, extents, positions, bases))
+    return [(sel, extents, np.lib.stride_tricks.as_strided(
+        buffer, shape=(positions,) + tuple(int(e) for e in extents),
+        strides=(item,) + tuple(c * item for c in access.coefs), writeable=writeable), bases)
+        for sel, extents, positions, bases in groups]
+
+
+def _gather_windows(buffer: np.ndarray, access: AffineAccess, other: object | None,
+                    allocate: Allocate = np.empty) -> np.ndarray | None:
+    """An affine load whose rows' bases do not step evenly (programs in a grouped or
+    data-dependent order): every row's box is one element of a sliding-window view of
+    ``buffer`` (window ``p`` is the box whose first lane sits at ``p``), picked by
+    fancy indexing on the bases -- a copy of each box, with no index array per lane.
+    None (the caller gathers lane by lane) for a negative coefficient or a base the
+    view does not hold."""
+    groups = _box_windows(buffer, access, writeable=False)
+    if groups is None:
+        return None
+    rows = access.extents.shape[0]
+    picked = [(sel, extents, windows[bases]) for sel, extents, windows, bases in groups]
     if len(picked) == 1 and isinstance(picked[0][0], slice) and \
             tuple(picked[0][1]) == access.shape:
         return picked[0][2]
@@ -680,25 +694,13 @@ class StoreJournal:
         ``_gather_windows``; the windows overlap, but no two rows' boxes share an
         element). False, with nothing written, for a negative coefficient or a base
         the view does not hold."""
-        if min(access.coefs, default=0) < 0 or buffer.ndim != 1:
+        groups = _box_windows(buffer, access, writeable=True)
+        if groups is None:
             return False
         values = value.materialize() if isinstance(value, (BoxedValues, TakenLines)) else \
             np.broadcast_to(value, shape)
-        writes = []
-        for sel, extents in _row_groups(access.extents):
-            if (extents == 0).any():
-                continue
-            reach = sum((int(e) - 1) * c for e, c in zip(extents, access.coefs))
-            positions = buffer.shape[0] - reach
-            bases = access.base[sel]
-            if positions <= 0 or bases.min() < 0 or bases.max() >= positions:
-                return False
-            windows = np.lib.stride_tricks.as_strided(
-                buffer, shape=(positions,) + tuple(int(e) for e in extents),
-                strides=(buffer.itemsize,) + tuple(c * buffer.itemsize for c in access.coefs))
-            writes.append((windows, bases, values[_box(sel, extents)]))
-        for windows, bases, part in writes:
-            self._write(windows, bases, part)
+        for sel, extents, windows, bases in groups:
+            self._write(windows, bases, values[_box(sel, extents)])
         return True
 
     def _write(self, buffer: np.ndarray, where: object, values: np.ndarray) -> None:

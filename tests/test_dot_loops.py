@@ -9,6 +9,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from test_gallery import ex
 
 import dsl
 from lowering import interpreter
@@ -190,26 +191,9 @@ def test_a_tensor_the_launch_writes_is_not_read_through_a_float32_copy(step_by_s
 
 # -- distinct tiles (``lowering.tiles``, ``numerics.dot_steps_shared``)
 
-
-@dsl.jit
-def grouped_matmul(a, b, c, M, N, K, BM: dsl.constexpr, BN: dsl.constexpr, BK: dsl.constexpr,
-                   GROUP: dsl.constexpr):
-    """Programs walk the output tiles GROUP block rows at a time (tiles' bases do not
-    step evenly from one program to the next)."""
-    pid = dsl.program_id(0)
-    tiles_n = dsl.cdiv(N, BN)
-    in_group = GROUP * tiles_n
-    first_m = (pid // in_group) * GROUP
-    group_m = dsl.minimum(dsl.cdiv(M, BM) - first_m, GROUP)
-    rm = (first_m + (pid % in_group) % group_m) * BM + dsl.arange(0, BM)
-    rn = ((pid % in_group) // group_m) * BN + dsl.arange(0, BN)
-    acc = dsl.zeros((BM, BN), dsl.float32)
-    for k0 in range(0, K, BK):
-        rk = k0 + dsl.arange(0, BK)
-        ta = dsl.load(a, rm[:, None] * K + rk[None, :], (rm[:, None] < M) & (rk[None, :] < K), 0.0)
-        tb = dsl.load(b, rk[:, None] * N + rn[None, :], (rk[:, None] < K) & (rn[None, :] < N), 0.0)
-        acc = dsl.dot(ta, tb, acc)
-    dsl.store(c, rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) & (rn[None, :] < N))
+# the gallery's matmul: programs walk the output tiles GROUP_M block rows at a time, so
+# the tiles' bases do not step evenly from one program to the next
+grouped_matmul = ex.matmul.matmul_kernel
 
 
 @dsl.jit
@@ -269,7 +253,7 @@ def test_programs_read_each_distinct_tile_once_and_get_the_step_by_step_bits(
     monkeypatch.setattr(interpreter.SharedTiles, "add", counting)
     products = _spy(monkeypatch, interpreter, "dot_steps_shared")
     fast, slow = np.empty((m, n), np.float32), np.empty((m, n), np.float32)
-    grouped_matmul[grid](a, b, fast, m, n, k, BM=bm, BN=bn, BK=bk, GROUP=4)
+    grouped_matmul[grid](a, b, fast, BM=bm, BN=bn, BK=bk, GROUP_M=4)
     assert len(products) == 1, "one product loop for every deferred chunk's rows"
     steps, tiles_m, tiles_n = -(-k // bk), -(-m // bm), -(-n // bn)
     loaded = -sum(r for r in read if r < 0)
@@ -281,8 +265,7 @@ def test_programs_read_each_distinct_tile_once_and_get_the_step_by_step_bits(
     if chunk < 1 << 20:
         assert sum(r > 0 for r in read) > 2, "several chunks"
     monkeypatch.setattr(interpreter.SharedTiles, "add", add)
-    step_by_step(lambda: grouped_matmul[grid](a, b, slow, m, n, k, BM=bm, BN=bn, BK=bk,
-                                              GROUP=4))
+    step_by_step(lambda: grouped_matmul[grid](a, b, slow, BM=bm, BN=bn, BK=bk, GROUP_M=4))
     np.testing.assert_array_equal(fast.view(np.uint32), slow.view(np.uint32))
     exact = a.astype(np.float64) @ b.astype(np.float64)
     assert np.abs(fast - exact).max() < 2 * k * 2.0**-24 * np.abs(exact).max() + 1e-3
