@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import builtins as pybuiltins
 import enum
+import functools
 import inspect
 import linecache
 import math
@@ -84,6 +85,7 @@ class KernelSource:
     # object the kernel names (tl.load, tl.float32, a @triton.jit helper) to the DSL's;
     # tensor arguments are then always pointers.
     translate: Callable[[Any], Any] | None = None
+    text: str = ""  # the source as written (``inspect.getsource``'s text)
 
     @property
     def triton(self) -> bool:
@@ -93,6 +95,11 @@ class KernelSource:
     def name(self) -> str:
         return self.fn.__name__
 
+    @functools.cached_property
+    def signature(self) -> inspect.Signature:
+        """The signature calls of this function (inlined helpers) bind to."""
+        return inspect.Signature(self.params)
+
     def loc(self, node: ast.AST) -> SourceLoc:
         line = self.line_offset + getattr(node, "lineno", 1)
         col = getattr(node, "col_offset", 0) + self.col_offset
@@ -101,15 +108,19 @@ class KernelSource:
     @staticmethod
     def parse(fn: Callable[..., Any], translate: Callable[[Any], Any] | None = None
               ) -> KernelSource:
-        try:
-            lines, first = inspect.getsourcelines(fn)
-        except (OSError, TypeError) as exc:
-            raise DSLCompileError(f"cannot read the source of {fn.__name__}: {exc}") from None
-        raw = "".join(lines)
-        text = textwrap.dedent(raw)
+        found = _function_source(fn)
+        if found is None:  # the slow, general reader
+            try:
+                lines, first = inspect.getsourcelines(fn)
+            except (OSError, TypeError) as exc:
+                raise DSLCompileError(f"cannot read the source of {fn.__name__}: {exc}") \
+                    from None
+            raw = "".join(lines)
+            text = textwrap.dedent(raw)
+            tree = ast.parse(text).body[0]
+        else:
+            raw, text, first, tree = found
         col_offset = len(raw.splitlines()[0]) - len(text.splitlines()[0])
-        module = ast.parse(text)
-        tree = module.body[0]
         assert isinstance(tree, ast.FunctionDef)
         file = inspect.getsourcefile(fn) or "<unknown>"
         sig = inspect.signature(fn)
@@ -126,7 +137,58 @@ class KernelSource:
                 raise DSLCompileError(f"kernel parameter {p.name!r}: *args, **kwargs and "
                                       "keyword-only parameters are not supported")
         return KernelSource(fn, tree, file, first - 1, col_offset, list(sig.parameters.values()),
-                            frozenset(constexpr), frozenset(blocks), translate)
+                            frozenset(constexpr), frozenset(blocks), translate, raw)
+
+
+def _function_source(fn: Callable[..., Any]) -> tuple[str, str, int, ast.FunctionDef] | None:
+    """(source, dedented source, first line, parsed definition) of ``fn``, found from
+    its code object instead of by tokenizing the file as ``inspect.getsourcelines``
+    does (1.5 ms for an 18-line kernel, more than parsing it): the lines from
+    ``co_firstlineno`` (its first decorator) to the last line any of its instructions
+    spans, then on while lines are blank or indented deeper than the definition.
+    None when that text is not exactly one definition of ``fn``'s name (the caller
+    then asks ``inspect``)."""
+    code = getattr(fn, "__code__", None)
+    file = getattr(code, "co_filename", None)
+    if code is None or not file:
+        return None
+    lines = linecache.getlines(file, getattr(fn, "__globals__", None))
+    first = code.co_firstlineno
+    if not 0 < first <= len(lines):
+        return None
+    end = min(_last_line(code), len(lines))
+    indent = len(lines[first - 1]) - len(lines[first - 1].lstrip())
+    while end < len(lines):
+        line = lines[end]
+        stripped = line.lstrip()
+        if stripped and len(line) - len(stripped) <= indent:
+            break
+        end += 1
+    while not lines[end - 1].strip():  # trailing blank lines belong to no one
+        end -= 1
+    raw = "".join(lines[first - 1:end])
+    text = textwrap.dedent(raw)
+    try:
+        body = ast.parse(text).body
+    except SyntaxError:
+        return None
+    if len(body) != 1 or not isinstance(body[0], ast.FunctionDef) or \
+            body[0].name != fn.__name__:
+        return None
+    return raw, text, first, body[0]
+
+
+def _last_line(code: types.CodeType) -> int:
+    """The last source line any instruction of ``code`` or of a function nested in it
+    spans."""
+    last = code.co_firstlineno
+    for _, end, _, _ in code.co_positions():
+        if end is not None and end > last:
+            last = end
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            last = max(last, _last_line(const))
+    return last
 
 
 def _resolve_annotation(fn: Callable[..., Any], ann: Any) -> Any:
@@ -1033,7 +1095,7 @@ class _Visitor:
 
     def call_builtin(self, node: ast.Call, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         try:
-            bound = inspect.signature(fn).bind(*args, **kwargs)
+            bound = _signature(fn).bind(*args, **kwargs)
         except TypeError as exc:
             raise self.error(node, f"{fn.__name__}(): {exc}") from None
         bound.apply_defaults()
@@ -1091,9 +1153,8 @@ class _Visitor:
 
     def inline_call(self, node: ast.Call, callee: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         src = callee.source
-        sig = inspect.Signature(src.params)
         try:
-            bound = sig.bind(*args, **kwargs)
+            bound = src.signature.bind(*args, **kwargs)
         except TypeError as exc:
             raise self.error(node, f"{src.name}(): {exc}") from None
         bound.apply_defaults()
@@ -1110,12 +1171,30 @@ class _Visitor:
 
 
 def _assigned_names(stmts: list[ast.stmt]) -> set[str]:
+    """The names ``stmts`` assign to (a fresh set). Each statement's own names are
+    found once and kept on its node: a loop body is asked again by every
+    specialization and by the loops around it."""
     names: set[str] = set()
     for stmt in stmts:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                names.add(node.id)
+        own = getattr(stmt, "_dsl_assigned", None)
+        if own is None:
+            own = frozenset(node.id for node in ast.walk(stmt)
+                            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store))
+            stmt._dsl_assigned = own  # type: ignore[attr-defined]
+        names |= own
     return names
+
+
+_SIGNATURES: dict[Any, inspect.Signature] = {}
+
+
+def _signature(fn: Any) -> inspect.Signature:
+    """``inspect.signature`` of a builtin, computed once (~50 us each, dozens of calls
+    per kernel)."""
+    sig = _SIGNATURES.get(fn)
+    if sig is None:
+        sig = _SIGNATURES[fn] = inspect.signature(fn)
+    return sig
 
 
 # ----------------------------------------------------------------------------- builtins
@@ -1510,8 +1589,10 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
 # ----------------------------------------------------------------------------- entry point
 
 
-def build_ir(src: KernelSource, specs: dict[str, ArgSpec]) -> Function:
-    """Trace ``src`` under a specialization (one ``ArgSpec`` per parameter) into IR."""
+def build_ir(src: KernelSource, specs: dict[str, ArgSpec], verify_ir: bool = True) -> Function:
+    """Trace ``src`` under a specialization (one ``ArgSpec`` per parameter) into IR,
+    verified unless ``verify_ir`` is False (``dsl.passes.optimize`` verifies its
+    result in any case)."""
     builder = Builder(src.name)
     builder.triton_rules = src.triton
     scope: dict[str, Any] = {}
@@ -1548,7 +1629,8 @@ def build_ir(src: KernelSource, specs: dict[str, ArgSpec]) -> Function:
         body.args.append(builder.sub_block)
     key = tuple((name, str(spec)) for name, spec in specs.items())
     fn = Function(src.name, params, body, src.file, key, builder.grid_use)
-    verify(fn)
+    if verify_ir:
+        verify(fn)
     _check_addressing(fn)
     return fn
 

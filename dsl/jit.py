@@ -151,7 +151,7 @@ class JITFunction(InlinableKernel):
     def __init__(self, fn: Callable[..., Any], source: KernelSource | None = None) -> None:
         self.fn = fn
         self.source = source or KernelSource.parse(fn)
-        self.source_text = inspect.getsource(fn)
+        self.source_text = self.source.text  # keys the lowering cache
         self._cache: dict[tuple, Function] = {}
         self._recipes: dict[tuple, LaunchRecipe] = {}  # dsl.launch_cache
         # exact_call_key -> the replay a call with that key ran (the hot path)
@@ -274,8 +274,10 @@ class JITFunction(InlinableKernel):
         key = tuple((p.name, specs[p.name]) for p in self.source.params)
         fn = self._cache.get(key)
         if fn is None:
-            dump = (options or Options.from_env()).dump_ir
-            fn = optimize(build_ir(self.source, dict(key)), dump_ir=dump)
+            options = options or Options.from_env()
+            check = options.verify_passes
+            fn = optimize(build_ir(self.source, dict(key), verify_ir=check),
+                          dump_ir=options.dump_ir, verify_each=check)
             self._cache[key] = fn
         return fn
 

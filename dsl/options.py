@@ -15,6 +15,10 @@ Environment variables (all optional):
 - ``DSL_INTERPRET=1``: force the NumPy interpreter, whatever else is asked for
   (NPU tensors included).
 - ``DSL_DUMP_IR=1``: print the IR after each pass to stderr.
+- ``DSL_VERIFY_PASSES=1``: verify the IR after it is built and after every pass, so
+  that a broken invariant names the pass that broke it (the test suite sets it). By
+  default the IR is verified once, after the last pass: each verification re-runs
+  every op's typing rule, and seven of them were a fifth of a first launch.
 - ``DSL_CACHE_DIR``: folder of generated sources, lowered kernels and shared
   objects; default ``~/.cache/ascend-dsl``.
 - ``DSL_INTERPRETER_THREADS``: worker threads for independent chunks and
@@ -62,7 +66,8 @@ def _race_mode(value: str) -> str:
 
 # The environment variables ``Options.from_env`` reads.
 ENVIRONMENT = ("DSL_BACKEND", "DSL_INTERPRET", "DSL_DUMP_IR", "DSL_CACHE_DIR",
-               "DSL_INTERPRETER_THREADS", "DSL_LLVM_ROOT", "DSL_RACE_CHECK")
+               "DSL_INTERPRETER_THREADS", "DSL_LLVM_ROOT", "DSL_RACE_CHECK",
+               "DSL_VERIFY_PASSES")
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,7 @@ class Options:
     interpreter_threads: int = 0  # 0: one per core, at most MAX_DEFAULT_WORKERS
     llvm_root: Path = DEFAULT_LLVM_ROOT
     race_check: str = "fast"  # "fast", "full" or "off" (see the module doc)
+    verify_passes: bool = False  # verify the IR after every pass, not only the last
 
     def __post_init__(self) -> None:
         if not isinstance(self.backend, str) or not self.backend:
@@ -135,7 +141,8 @@ class Options:
                    cache_dir=Path(cache) if cache else None,
                    interpreter_threads=thread_count,
                    llvm_root=Path(env.get("DSL_LLVM_ROOT") or DEFAULT_LLVM_ROOT),
-                   race_check=_race_mode(env.get("DSL_RACE_CHECK", "")))
+                   race_check=_race_mode(env.get("DSL_RACE_CHECK", "")),
+                   verify_passes=_flag(env.get("DSL_VERIFY_PASSES")))
 
     def replace(self, **changes: Any) -> Options:
         """A copy with ``changes`` applied (validated like a new record)."""

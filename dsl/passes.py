@@ -42,7 +42,7 @@ import sympy.matrices.expressions  # noqa: E402, F401
 import sympy.tensor.tensor  # noqa: E402, F401
 
 from dsl import dtypes as dt
-from dsl.ir import Block, Function, Op, Type, Value, format_function, verify, walk_block
+from dsl.ir import Block, Function, IRVerificationError, Op, Type, Value, format_function, verify, walk_block
 from dsl.numerics import cast_array
 
 # ----------------------------------------------------------------------------- helpers
@@ -496,14 +496,20 @@ PASSES: list[tuple[str, Callable[[Function], None]]] = [
 ]
 
 
-def optimize(fn: Function, dump_ir: bool = False) -> Function:
-    """Run the passes in order (in place), verifying after each; ``dump_ir`` prints
-    the IR after each to stderr."""
+def optimize(fn: Function, dump_ir: bool = False, verify_each: bool = False) -> Function:
+    """Run the passes in order (in place) and verify the result; ``verify_each``
+    verifies after every pass instead (a broken invariant then names its pass), and
+    ``dump_ir`` prints the IR after each to stderr."""
     if dump_ir:
         print(f"// IR of {fn.name} after build\n{format_function(fn)}\n", file=sys.stderr)
-    for name, run in PASSES:
+    for number, (name, run) in enumerate(PASSES, 1):
         run(fn)
-        verify(fn)
+        if verify_each or number == len(PASSES):
+            try:
+                verify(fn)
+            except IRVerificationError as err:
+                where = f"after pass {name}" if verify_each else "after the passes"
+                raise IRVerificationError(f"{where}: {err}") from None
         if dump_ir:
             print(f"// IR of {fn.name} after {name}\n{format_function(fn)}\n", file=sys.stderr)
     return fn

@@ -27,6 +27,19 @@ def _private_cache(tmp_path_factory):
         os.environ["DSL_CACHE_DIR"] = previous
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _verify_every_pass():
+    """The suite verifies the IR after every pass (``DSL_VERIFY_PASSES``), so that a
+    pass that breaks an invariant is named; a user's launch verifies once, at the end."""
+    previous = os.environ.get("DSL_VERIFY_PASSES")
+    os.environ["DSL_VERIFY_PASSES"] = "1"
+    yield
+    if previous is None:
+        os.environ.pop("DSL_VERIFY_PASSES", None)
+    else:
+        os.environ["DSL_VERIFY_PASSES"] = previous
+
+
 @pytest.fixture
 def kernel_from_source(tmp_path):
     """``make(name, text)``: the kernel ``name`` defined by module source ``text``,

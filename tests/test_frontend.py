@@ -321,3 +321,98 @@ def test_verifier_rejects_broken_ir():
     with pytest.raises(IRVerificationError, match="before its definition"):
         verify(fn)
     typed_kernel._cache.clear()
+
+
+_SOURCES = '''
+import functools
+
+
+def plain(x):
+    return x + 1
+
+
+@functools.lru_cache(
+    maxsize=None,
+)
+def decorated(x):
+    y = (x +
+         2)
+    return y
+
+
+def dead_tail(x):
+    y = x * 2
+    if False:
+        y = y + 1
+    # a comment inside
+
+    return y
+# a comment at the left margin, after the function
+
+
+def with_else(x):
+    if x:
+        return 1
+    else:
+        pass
+
+
+    # trailing, indented
+
+
+def outer(x):
+    def inner(y):
+        return (y,
+                x)
+    return inner
+
+
+def last():
+    s = """a string
+at the margin"""
+    return s
+'''
+
+
+def test_kernel_sources_are_read_from_code_objects_as_inspect_reads_them(tmp_path):
+    import inspect
+    path = tmp_path / "kernel_sources_mod.py"
+    path.write_text(_SOURCES)
+    namespace: dict = {"__name__": "kernel_sources_mod"}
+    exec(compile(_SOURCES, str(path), "exec"), namespace)  # noqa: S102
+    names = ["plain", "decorated", "dead_tail", "with_else", "outer", "last"]
+    for name in names:
+        fn = namespace[name]
+        fn = getattr(fn, "__wrapped__", fn)
+        found = frontend._function_source(fn)
+        assert found is not None, name
+        raw, _, first, tree = found
+        lines, inspect_first = inspect.getsourcelines(fn)
+        assert (first, raw.rstrip()) == (inspect_first, "".join(lines).rstrip()), name
+        assert tree.name == name
+    # a function whose source is not on disk: the general reader's error
+    code = compile("def nowhere(x):\n    return x\n", "<nowhere>", "exec")
+    exec(code, namespace)  # noqa: S102
+    assert frontend._function_source(namespace["nowhere"]) is None
+    with pytest.raises(dsl.DSLCompileError, match="cannot read the source of nowhere"):
+        frontend.KernelSource.parse(namespace["nowhere"])
+
+
+def test_a_definition_the_fast_reader_cannot_isolate_falls_back_to_inspect(monkeypatch):
+    @dsl.jit
+    def copy(x, out, BLOCK: dsl.constexpr):
+        i = dsl.arange(0, BLOCK)
+        dsl.store(out, i, dsl.load(x, i))
+
+    monkeypatch.setattr(frontend, "_function_source", lambda fn: None)
+    slow = frontend.KernelSource.parse(copy.fn)
+    monkeypatch.undo()
+    fast = frontend.KernelSource.parse(copy.fn)
+    assert ast_dump(slow.tree) == ast_dump(fast.tree)
+    assert (slow.line_offset, slow.col_offset, slow.text) == \
+        (fast.line_offset, fast.col_offset, fast.text)
+
+
+def ast_dump(tree):
+    import ast
+    return ast.dump(tree, include_attributes=True)

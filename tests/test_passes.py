@@ -10,7 +10,10 @@ import numpy as np
 import pytest
 
 import dsl
+from dsl import passes
 from dsl.frontend import build_ir
+from dsl.ir import IRVerificationError
+from dsl.options import Options
 from dsl.passes import optimize
 from lowering import interpreter
 
@@ -141,3 +144,50 @@ def test_dump_ir_environment_reaches_a_new_specialization(monkeypatch, capsys):
     monkeypatch.setenv("DSL_DUMP_IR", "1")
     dead_code.ir(np.zeros(8, np.int64), np.zeros(8, np.int64))  # not built before
     assert "// IR of dead_code after eliminate-dead-code" in capsys.readouterr().err
+
+
+def _break_a_use_list(fn):
+    """A faulty pass: the store drops out of its operand's use list."""
+    op = next(op for op in fn.walk() if op.kind == "store")
+    op.operands[0]._drop_use(op)
+
+
+def _count_verifications(monkeypatch):
+    calls = []
+    original = passes.verify
+    monkeypatch.setattr(passes, "verify", lambda fn: (calls.append(fn), original(fn)))
+    return calls
+
+
+def _dead_code_ir():
+    return build_ir(dead_code.source, dead_code.bind(
+        (np.zeros(8, np.float32), np.zeros(8, np.float32)), {})[0], verify_ir=False)
+
+
+def test_optimize_verifies_once_by_default_and_after_every_pass_when_asked(monkeypatch):
+    calls = _count_verifications(monkeypatch)
+    optimize(_dead_code_ir())
+    assert len(calls) == 1
+    optimize(_dead_code_ir(), verify_each=True)
+    assert len(calls) == 1 + len(passes.PASSES)
+
+
+def test_a_broken_invariant_is_caught_at_the_end_and_named_by_pass_when_asked(monkeypatch):
+    monkeypatch.setattr(passes, "PASSES", passes.PASSES[:-1] + [("breaker", _break_a_use_list)]
+                        + passes.PASSES[-1:])
+    with pytest.raises(IRVerificationError, match="after the passes: .*use list"):
+        optimize(_dead_code_ir())
+    with pytest.raises(IRVerificationError, match="after pass breaker: .*use list"):
+        optimize(_dead_code_ir(), verify_each=True)
+
+
+def test_the_verify_passes_option_reads_its_variable_and_reaches_the_launch(monkeypatch):
+    assert Options.from_env({"DSL_VERIFY_PASSES": "1"}).verify_passes
+    assert not Options.from_env({}).verify_passes
+    calls = _count_verifications(monkeypatch)
+    monkeypatch.setenv("DSL_VERIFY_PASSES", "0")
+    dead_code.ir(np.zeros(8, np.int16), np.zeros(8, np.int16))  # a new specialization
+    assert len(calls) == 1
+    monkeypatch.setenv("DSL_VERIFY_PASSES", "1")
+    dead_code.ir(np.zeros(8, np.uint16), np.zeros(8, np.uint16))
+    assert len(calls) == 1 + len(passes.PASSES)
