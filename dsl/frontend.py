@@ -101,9 +101,15 @@ class KernelSource:
         return inspect.Signature(self.params)
 
     def loc(self, node: ast.AST) -> SourceLoc:
-        line = self.line_offset + getattr(node, "lineno", 1)
-        col = getattr(node, "col_offset", 0) + self.col_offset
-        return SourceLoc(self.file, line, col, linecache.getline(self.file, line))
+        # every visit of a node asks (a loop body once per specialization): the
+        # answer is kept on the node, which belongs to this source alone
+        found = node.__dict__.get("_dsl_loc")
+        if found is None:
+            line = self.line_offset + getattr(node, "lineno", 1)
+            col = getattr(node, "col_offset", 0) + self.col_offset
+            found = SourceLoc(self.file, line, col, linecache.getline(self.file, line))
+            node._dsl_loc = found  # type: ignore[attr-defined]
+        return found
 
     @staticmethod
     def parse(fn: Callable[..., Any], translate: Callable[[Any], Any] | None = None
