@@ -191,3 +191,24 @@ def test_the_verify_passes_option_reads_its_variable_and_reaches_the_launch(monk
     monkeypatch.setenv("DSL_VERIFY_PASSES", "1")
     dead_code.ir(np.zeros(8, np.uint16), np.zeros(8, np.uint16))
     assert len(calls) == 1 + len(passes.PASSES)
+
+
+@dsl.jit
+def masks_of_both_kinds(x, out, n, BLOCK: dsl.constexpr):
+    i = dsl.arange(0, BLOCK)
+    # provable: i < BLOCK always; not provable: i < n (n is a runtime scalar)
+    v = dsl.load(x, i, mask=i < BLOCK, other=0.0)
+    dsl.store(out, i, v, mask=i < n)
+
+
+def test_masks_with_an_unbounded_leaf_on_one_side_skip_sympy_and_provable_ones_drop(monkeypatch):
+    calls = []
+    original = passes._to_sympy
+    monkeypatch.setattr(passes, "_to_sympy", lambda v, r: (calls.append(v), original(v, r))[1])
+    fn = masks_of_both_kinds.ir(np.zeros(8, np.float32), np.zeros(8, np.float32), 8, BLOCK=8)
+    load, store = _ops(fn, "load")[0], _ops(fn, "store")[0]
+    assert load.mask is None  # proved true, dropped
+    assert store.mask is not None  # ``i < n`` stays
+    # sympy saw the provable mask's two sides only, not ``i < n``'s
+    assert {v.owner.kind for v in calls if v.owner is not None} <= {"arange", "const"}
+    assert len(calls) == 2
