@@ -183,6 +183,22 @@ def affine_access(index: object, mask: object | None) -> AffineAccess | None:
                         np.asarray(extents))
 
 
+def lane_access(index: Lanes, mask: object | None, rows: int | None = None
+                ) -> AffineAccess | None:
+    """A 1-D ``Lanes`` access under ``LaneMask`` (or no mask) as an ``AffineAccess``:
+    row ``r`` covers ``[base[r], base[r] + count[r])``, its mask's valid lanes being a
+    prefix of the block whatever the mask's own base. For the rows of a gather whose
+    bases step unevenly (one row per loaded index, ``idx * cols + lanes``), which the
+    paths of ``Lanes`` (one contiguous run) do not cover. None for another mask."""
+    if mask is not None and not (isinstance(mask, LaneMask) and
+                                 mask.lanes.length == index.length):
+        return None
+    counts = mask.valid_counts() if mask is not None else np.full(1, index.length, np.int64)
+    rows = max(index.base.shape[0], counts.shape[0], rows or 1)
+    return AffineAccess(np.broadcast_to(index.base, (rows,)), (1,), (index.length,),
+                        np.broadcast_to(counts, (rows,)).reshape(rows, 1))
+
+
 def check_bounds(site: AccessSite, index: object, mask: object | None, pid: np.ndarray) -> None:
     """Raise if an active lane's logical index is outside ``[0, numel)``."""
     access = affine_access(index, mask)
@@ -191,10 +207,11 @@ def check_bounds(site: AccessSite, index: object, mask: object | None, pid: np.n
         if not (active & ((low < 0) | (high >= site.numel))).any():
             return  # else the exact check below finds the first bad lane
     if isinstance(index, Lanes) and (mask is None or (
-            isinstance(mask, LaneMask) and np.array_equal(mask.lanes.base, index.base))):
-        first = index.base
+            isinstance(mask, LaneMask) and mask.lanes.length == index.length)):
+        # a lane mask's valid lanes are a prefix of the block, whatever its base
         counts = mask.valid_counts() if mask is not None else \
-            np.full(first.shape, index.length, dtype=np.int64)
+            np.full(index.base.shape, index.length, dtype=np.int64)
+        first, counts = np.broadcast_arrays(index.base, counts)
         last = first + counts - 1
         bad = (counts > 0) & ((first < 0) | (last >= site.numel))
         if not bad.any():
@@ -481,6 +498,10 @@ def load(buffer: np.ndarray, offset: object, mask: object | None, other: object 
         else:
             flat[count:] = np.broadcast_to(fill, shape).reshape(-1)[count:]
         return flat.reshape(shape)
+    if isinstance(offset, Lanes) and (lanes := lane_access(offset, mask)) is not None:
+        gathered = _load_affine(buffer, lanes, other, allocate)
+        if gathered is not None:
+            return gathered
     off = materialize(offset)
     if mask is None:
         return buffer[off]  # fancy indexing copies
@@ -640,6 +661,10 @@ class StoreJournal:
             self._write(buffer, slice(lo, lo + count), flat)
             return
         if self._store_affine(buffer, offset, value, mask, shape):
+            return
+        if isinstance(offset, Lanes) and shape[1:] == (offset.length,) and \
+                (lanes := lane_access(offset, mask, shape[0])) is not None and \
+                lanes.injective() and self._scatter_windows(buffer, lanes, value, shape):
             return
         value = materialize(value)
         off = np.broadcast_to(materialize(offset), shape)

@@ -498,3 +498,86 @@ def test_a_block_pointer_remade_in_each_iteration_carries():
     x, out = np.arange(32, dtype=np.float32), np.zeros(8, np.float32)
     remade_each_iteration(x, out, 32, BLOCK=8)
     np.testing.assert_array_equal(out, x.reshape(4, 8).sum(0))
+
+
+@dsl.jit
+def gather_row_loop(emb_ptr, idx_ptr, out_ptr, n_idx, cols, PER: dsl.constexpr,
+                    BLOCK: dsl.constexpr):
+    """Tutorial 09's form: each program walks its rows one by one; a row whose index is
+    negative gets -1.0 (a data-dependent branch, so the stores are journaled)."""
+    pid = dsl.program_id(0)
+    c = dsl.arange(0, BLOCK)
+    cmask = c < cols
+    for r in range(pid * PER, dsl.minimum(pid * PER + PER, n_idx)):
+        i = dsl.load(idx_ptr + r)
+        if i >= 0:
+            row = dsl.load(emb_ptr + i * cols + c, mask=cmask)
+            dsl.store(out_ptr + r * cols + c, row, cmask)
+        else:
+            dsl.store(out_ptr + r * cols + c, dsl.full((BLOCK,), -1.0, dsl.float32), cmask)
+
+
+@dsl.jit
+def scatter_row_loop(src_ptr, dest_ptr, out_ptr, n_idx, cols, BLOCK: dsl.constexpr):
+    """out[dest[r], :] = src[r, :], one row per program."""
+    r = dsl.program_id(0)
+    c = dsl.arange(0, BLOCK)
+    d = dsl.load(dest_ptr + r)
+    dsl.store(out_ptr + d * cols + c, dsl.load(src_ptr + r * cols + c, mask=c < cols),
+              mask=c < cols)
+
+
+@pytest.fixture
+def no_lane_index_arrays(monkeypatch):
+    """Fails a test that builds a per-lane index array for a 1-D pointer block."""
+    from lowering import lanes
+
+    def refuse(self):
+        raise AssertionError("a Lanes block was materialised")
+
+    monkeypatch.setattr(lanes.Lanes, "materialize", refuse)
+
+
+@pytest.mark.parametrize("cols, block", [(13, 16), (16, 16), (300, 512)])
+def test_rows_gathered_by_loaded_indices_read_their_runs_without_index_arrays(
+        cols, block, no_lane_index_arrays):
+    rng = np.random.default_rng(cols)
+    emb = rng.standard_normal((40, cols)).astype(np.float32)
+    idx = rng.integers(-3, 40, 203).astype(np.int32)  # unsorted, repeated, some negative
+    out = np.full((203, cols), 5.0, np.float32)
+    gather_row_loop[(8,)](emb, idx, out, 203, cols, PER=26, BLOCK=block)
+    expected = np.where(idx[:, None] >= 0, emb[np.maximum(idx, 0)], -1.0)
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("size, bad_row, offset, lane", [(520, 40, 520, 0), (515, 39, 515, 8)])
+def test_a_row_run_past_the_end_names_its_first_bad_lane_and_writes_nothing(
+        size, bad_row, offset, lane):
+    # the mask (c < cols) has another base than the index (i * cols + c): its valid
+    # lanes are still a prefix of the row, so the first bad lane is found from the
+    # row's start and count alone
+    emb = np.random.default_rng(0).standard_normal(size).astype(np.float32)
+    idx = np.arange(50, dtype=np.int32) % 39
+    idx[17] = bad_row
+    out = np.zeros((50, 13), np.float32)
+    with pytest.raises(dsl.OutOfBoundsError,
+                       match=f"pointer offset {offset} is outside tensor 'emb_ptr'") as info:
+        gather_row_loop[(5,)](emb, idx, out, 50, 13, PER=10, BLOCK=16)
+    assert f"program id (1, 0, 0), lane {lane}" in str(info.value)
+    assert not out.any()
+
+
+def test_rows_scattered_to_distinct_places_store_as_runs_and_a_shared_row_is_a_race(
+        no_lane_index_arrays, monkeypatch):
+    rng = np.random.default_rng(3)
+    src = rng.standard_normal((30, 21)).astype(np.float32)
+    dest = rng.permutation(40)[:30].astype(np.int32)
+    out = np.zeros((40, 21), np.float32)
+    scatter_row_loop[(30,)](src, dest, out, 30, 21, BLOCK=32)
+    expected = np.zeros((40, 21), np.float32)
+    expected[dest] = src
+    np.testing.assert_array_equal(out, expected)
+    dest[7] = dest[20]
+    monkeypatch.undo()  # the race check lists the lanes of a race it found
+    with pytest.raises(dsl.DataRaceError, match="out_ptr"):
+        scatter_row_loop[(30,)](src, dest, np.zeros((40, 21), np.float32), 30, 21, BLOCK=32)
