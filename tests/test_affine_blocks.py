@@ -432,3 +432,41 @@ def test_runs_that_are_whole_lines_are_taken_from_the_matrix_into_the_given_buff
         np.testing.assert_array_equal(memory._pick_runs(buffer, starts, length, step, allocate),
                                       lanes(starts, length, step))
     assert len(given) == 1, "runs that are not whole lines are picked from windows"
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), length=st.sampled_from([1, 4, 16]), rows=st.integers(1, 12),
+       mode=st.sampled_from(["direct", "deferred", "undo"]))
+def test_lane_rows_with_any_starts_load_and_store_as_the_materialised_index_does(
+        data, length, rows, mode):
+    """``lane_access``'s runs (a 1-D block per row from an arbitrary start, under a lane
+    mask of another base) against the index and mask materialised."""
+    size = 64
+    starts = np.asarray(data.draw(st.lists(st.integers(0, size - length), min_size=rows,
+                                           max_size=rows)), np.int64)
+    mask_base = data.draw(st.integers(-4, 8))
+    bound = np.asarray(data.draw(st.lists(st.integers(mask_base - 2, mask_base + length + 2),
+                                          min_size=rows, max_size=rows)), np.int64)
+    index = lanes.Lanes(starts, length, np.dtype(np.int32))
+    mask = lanes.LaneMask(lanes.Lanes(np.full(rows, mask_base), length, np.dtype(np.int32)),
+                          bound)
+    buffer = np.arange(size, dtype=np.float32) * 3 + 1
+    off, valid = index.materialize(), mask.materialize()
+    assert memory.lane_access(index, mask) is not None
+
+    got = memory.load(buffer, index, mask, np.full(1, -7, np.float32), copy=True)
+    np.testing.assert_array_equal(np.broadcast_to(got, off.shape),
+                                  np.where(valid, buffer[off], np.float32(-7)))
+
+    values = (np.arange(rows * length, dtype=np.float32).reshape(rows, length) + 100)
+    written = np.zeros(size, np.float32)
+    journal = memory.StoreJournal(mode)
+    journal.store(written, index, values, mask, (rows, length))
+    journal.commit() if mode == "deferred" else None
+    expected = np.zeros(size, np.float32)
+    for r in range(rows):  # in row order: the last row wins where runs overlap
+        expected[off[r][valid[r]]] = values[r][valid[r]]
+    np.testing.assert_array_equal(written, expected)
+    if mode == "undo":
+        journal.rollback()
+        assert not written.any()
