@@ -12,17 +12,19 @@ def best_of(fns: dict[str, Callable[[], object]], repeat: int, warm_up: bool = T
     machine noise hits them alike (after one warm-up call each when ``warm_up``).
 
     With ``min_sample``, a candidate faster than that is timed over as many calls in a
-    row as fill ``min_sample`` seconds (counted from its warm-up call) and the sample's
-    mean per call counts, as ``timeit`` does: one call of a few microseconds is mostly
-    timer and cold-cache noise (a 1K vector add read 11-15x NumPy's time from single
-    calls and ~7x from runs of calls)."""
+    row as fill ``min_sample`` seconds (counted from one timed call after the warm-up,
+    which may compile) and the sample's mean per call counts, as ``timeit`` does: one
+    call of a few microseconds is mostly timer and cold-cache noise."""
+    if warm_up:
+        for fn in fns.values():
+            fn()
     calls = {name: 1 for name in fns}
-    if warm_up or min_sample:
+    if min_sample:
         for name, fn in fns.items():
             started = time.perf_counter()
             fn()
             took = time.perf_counter() - started
-            if min_sample and took < min_sample:
+            if took < min_sample:
                 calls[name] = max(1, int(min_sample / max(took, 1e-7)))
     best = {name: float("inf") for name in fns}
     for _ in range(repeat):

@@ -23,9 +23,22 @@ def test_a_fast_candidate_is_timed_over_runs_of_calls_and_reported_per_call():
             total += i
 
     times = best_of({"fast": fast, "slow": slow}, repeat=3, min_sample=0.001)
-    assert counts["fast"] > 3 * 10  # runs of calls, after one warm-up call
-    assert counts["slow"] == 1 + 3
+    assert counts["fast"] > 3 * 10  # runs of calls
+    assert counts["slow"] == 1 + 1 + 3  # warm-up, calibration, one call per sample
     assert times["fast"] < times["slow"] / 10  # per call, not per run
+
+
+def test_the_calibration_call_comes_after_the_warm_up_call():
+    import time
+    counts = {"n": 0}
+
+    def compiles_on_its_first_call() -> None:
+        counts["n"] += 1
+        if counts["n"] == 1:
+            time.sleep(0.01)  # longer than the sample: it must not set the run length
+
+    best_of({"f": compiles_on_its_first_call}, repeat=2, min_sample=0.002)
+    assert counts["n"] > 1 + 1 + 2 * 10
 
 
 def test_without_a_sample_length_each_sample_is_one_call():
