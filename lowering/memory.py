@@ -187,9 +187,10 @@ def lane_access(index: Lanes, mask: object | None, rows: int | None = None
                 ) -> AffineAccess | None:
     """A 1-D ``Lanes`` access under ``LaneMask`` (or no mask) as an ``AffineAccess``:
     row ``r`` covers ``[base[r], base[r] + count[r])``, its mask's valid lanes being a
-    prefix of the block whatever the mask's own base. For the rows of a gather whose
-    bases step unevenly (one row per loaded index, ``idx * cols + lanes``), which the
-    paths of ``Lanes`` (one contiguous run) do not cover. None for another mask."""
+    prefix of the block whatever the mask's own base. The bounds check reads each
+    row's run from it; loads and stores take it for rows whose bases step unevenly
+    (one row per loaded index, ``idx * cols + lanes``), which the contiguous-run path
+    does not cover. None for another mask."""
     if mask is not None and not (isinstance(mask, LaneMask) and
                                  mask.lanes.length == index.length):
         return None
@@ -206,12 +207,8 @@ def check_bounds(site: AccessSite, index: object, mask: object | None, pid: np.n
         active, low, high = access.span()
         if not (active & ((low < 0) | (high >= site.numel))).any():
             return  # else the exact check below finds the first bad lane
-    if isinstance(index, Lanes) and (mask is None or (
-            isinstance(mask, LaneMask) and mask.lanes.length == index.length)):
-        # a lane mask's valid lanes are a prefix of the block, whatever its base
-        counts = mask.valid_counts() if mask is not None else \
-            np.full(index.base.shape, index.length, dtype=np.int64)
-        first, counts = np.broadcast_arrays(index.base, counts)
+    if isinstance(index, Lanes) and (lanes := lane_access(index, mask)) is not None:
+        first, counts = lanes.base, lanes.extents[:, 0]  # each row's run
         last = first + counts - 1
         bad = (counts > 0) & ((first < 0) | (last >= site.numel))
         if not bad.any():
@@ -662,10 +659,6 @@ class StoreJournal:
             return
         if self._store_affine(buffer, offset, value, mask, shape):
             return
-        if isinstance(offset, Lanes) and shape[1:] == (offset.length,) and \
-                (lanes := lane_access(offset, mask, shape[0])) is not None and \
-                lanes.injective() and self._scatter_windows(buffer, lanes, value, shape):
-            return
         value = materialize(value)
         off = np.broadcast_to(materialize(offset), shape)
         vals = np.broadcast_to(value, shape)
@@ -676,11 +669,12 @@ class StoreJournal:
 
     def _store_affine(self, buffer: np.ndarray, offset: object, value: np.ndarray | BoxedValues,
                       mask: object | None, shape: tuple[int, ...]) -> bool:
-        """Write an affine store through strided windows when its lanes provably hit
-        distinct elements (then the order of the writes cannot matter), in the
-        journal's mode (a window is written, queued or logged whole); False when the
-        general path must do it."""
-        access = affine_access(offset, mask)
+        """Write an affine store (or 1-D lane rows from any starts, ``lane_access``)
+        through strided windows when its lanes provably hit distinct elements (then
+        the order of the writes cannot matter), in the journal's mode (a window is
+        written, queued or logged whole); False when the general path must do it."""
+        access = lane_access(offset, mask, shape[0]) if isinstance(offset, Lanes) else \
+            affine_access(offset, mask)
         if access is None or access.shape != shape[1:] or \
                 access.extents.shape[0] not in (1, shape[0]) or not access.injective():
             return False
