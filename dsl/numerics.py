@@ -448,7 +448,9 @@ def dot_steps(a: np.ndarray, b: np.ndarray, acc: np.ndarray, steps: int) -> np.n
 
 
 def dot_steps_shared(a_tiles: np.ndarray, a_of: np.ndarray, b_tiles: np.ndarray,
-                     b_of: np.ndarray, acc: np.ndarray, steps: int) -> np.ndarray:
+                     b_of: np.ndarray, acc: np.ndarray, steps: int, bands: int = 1,
+                     run_all: Callable[[list[Callable[[], None]]], None] | None = None
+                     ) -> np.ndarray:
     """``dot_steps`` for operands given as distinct tiles: step ``s`` of row ``r``
     multiplies ``a_tiles[a_of[s * rows + r]]`` by ``b_tiles[b_of[s * rows + r]]``
     (tiles ``(count, M, K)`` and ``(count, K, N)``; ``acc`` is ``(rows, M, N)``).
@@ -460,7 +462,12 @@ def dot_steps_shared(a_tiles: np.ndarray, a_of: np.ndarray, b_tiles: np.ndarray,
     product of its ``na`` by ``nb`` tiles added into the grid in place, with no copy
     of a tile per row. Each product is one BLAS call on one pair of tiles and each
     sum the same float32 add, as ``dot`` does: the bits of ``dot_steps``. Other
-    loops (or a grid more than twice the rows) multiply row by row."""
+    loops (or a grid more than twice the rows) multiply row by row.
+
+    A float32 grid is cut into up to ``bands`` bands of block rows, each stepped on
+    its own, which ``run_all(tasks)`` may run at once (on threads: NumPy's ``matmul``
+    releases the GIL; default: one after another). Every element still gets the
+    same products and sums, so the bits do not depend on the cut."""
     rows = acc.shape[0]
     if a_tiles.dtype.kind == "f" and acc.dtype.kind == "f":
         a_tiles, b_tiles = widen_to_float32(a_tiles), widen_to_float32(b_tiles)
@@ -476,17 +483,32 @@ def dot_steps_shared(a_tiles: np.ndarray, a_of: np.ndarray, b_tiles: np.ndarray,
         return acc
     grid = np.zeros((na, nb) + acc.shape[1:], acc.dtype)
     grid[ia, ib] = acc
-    in_place = acc.dtype == np.float32 and a_tiles.dtype == np.float32
-    product = np.empty(grid.shape, np.float32) if in_place else None
-    for s in range(steps):
-        a = a_tiles[a_used[s]][:, None]  # (na, 1, M, K)
-        b = b_tiles[b_used[s]][None]  # (1, nb, K, N)
-        if product is None:
+    if acc.dtype != np.float32 or a_tiles.dtype != np.float32:
+        for s in range(steps):
+            a = a_tiles[a_used[s]][:, None]  # (na, 1, M, K)
+            b = b_tiles[b_used[s]][None]  # (1, nb, K, N)
             grid = dot(a, b, grid)
-            continue
-        with ignore_fp_errors():  # ``dot``'s float32 product and sum, in place
-            np.matmul(a, b, out=product)
-            np.add(product, grid, out=grid)
+        return grid[ia, ib]
+    b_steps = [b_tiles[used][None] for used in b_used]  # (1, nb, K, N) per step
+
+    def band(lo: int, hi: int) -> Callable[[], None]:
+        def step_band() -> None:
+            part = grid[lo:hi]
+            product = np.empty(part.shape, np.float32)
+            with ignore_fp_errors():  # ``dot``'s float32 product and sum, in place
+                for s in range(steps):
+                    np.matmul(a_tiles[a_used[s][lo:hi]][:, None], b_steps[s], out=product)
+                    np.add(product, part, out=part)
+        return step_band
+
+    count = max(1, min(na, bands))
+    cuts = [na * i // count for i in range(count + 1)]
+    tasks = [band(lo, hi) for lo, hi in zip(cuts, cuts[1:])]
+    if run_all is None or count == 1:
+        for task in tasks:
+            task()
+    else:
+        run_all(tasks)
     return grid[ia, ib]
 
 

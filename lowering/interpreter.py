@@ -357,6 +357,16 @@ class Interpreter:
             finally:
                 _worker.active = False
 
+    def _run_all(self, tasks: list[Callable[[], None]]) -> None:
+        """Run independent NumPy tasks that do not call back into the interpreter
+        on the worker threads; one after another on a worker thread already (the pool
+        must not wait on itself)."""
+        if getattr(_worker, "active", False):
+            for task in tasks:
+                task()
+        else:
+            workers.run_all(tasks, self.workers)
+
     def _decide_parallel(self) -> bool:
         """Chunks may run concurrently when the pre-pass proved that their stores hit
         disjoint index ranges of tensors that do not share memory (then the order of
@@ -1215,7 +1225,8 @@ class Interpreter:
                           .reshape(-1) for k in (1, 2))
             value = dot_steps_shared(tables[id(d.lhs.owner)].tiles, a_of,
                                      tables[id(d.rhs.owner)].tiles, b_of,
-                                     self._rows_of(init, rows, size, d), steps)
+                                     self._rows_of(init, rows, size, d), steps,
+                                     self.workers, self._run_all)
             merged[j] = value if rows.shape[0] == size else \
                 _merge_rows(merged[j], value, rows, size)
         for result, value in zip(op.results, merged):
@@ -1263,10 +1274,14 @@ class Interpreter:
             else tensor.buffer
 
         def read(rows: np.ndarray) -> np.ndarray:
-            value = load(buffer, take_rows(index, rows),
-                         None if mask is None else take_rows(mask, rows), other, True)
-            return np.array(np.broadcast_to(materialize(value),
-                                            (rows.shape[0],) + op.result.shape))
+            value = materialize(load(buffer, take_rows(index, rows),
+                                     None if mask is None else take_rows(mask, rows), other,
+                                     True))
+            shape = (rows.shape[0],) + op.result.shape
+            if value.shape == shape and value.flags.c_contiguous and \
+                    not np.may_share_memory(value, buffer):
+                return value  # already a tile per row, in memory of its own
+            return np.array(np.broadcast_to(value, shape))
 
         return table.add(*found, read, prod(op.result.shape))
 

@@ -291,8 +291,15 @@ def test_rows_that_pair_other_tiles_at_every_step_multiply_row_by_row(step_by_st
 @pytest.mark.parametrize("dtype,acc_dtype", [(np.float32, np.float32), (np.float16, np.float16),
                                              (np.int8, np.int32)])
 @pytest.mark.parametrize("pairing", ["grid", "shuffled"])
-def test_dot_steps_shared_is_dot_steps_bit_for_bit(dtype, acc_dtype, pairing):
+@pytest.mark.parametrize("bands", [1, 3])
+def test_dot_steps_shared_is_dot_steps_bit_for_bit(dtype, acc_dtype, pairing, bands):
     from dsl.numerics import dot_steps, dot_steps_shared
+    from lowering import workers
+    ran: list[int] = []
+
+    def run_all(tasks):  # the interpreter's worker threads, counted
+        ran.append(len(tasks))
+        workers.run_all(tasks, 2)
     rng = np.random.default_rng(13)
     steps, na, nb = 3, 4, 5
     rows = na * nb
@@ -304,7 +311,11 @@ def test_dot_steps_shared_is_dot_steps_bit_for_bit(dtype, acc_dtype, pairing):
     if pairing == "shuffled":  # each step pairs the rows differently
         a_of = np.concatenate([s * na + rng.permutation(pairs[:, 0]) for s in range(steps)])
     acc = (rng.standard_normal((rows, 8, 8)) * 3).astype(acc_dtype)
-    shared = dot_steps_shared(a_tiles, a_of, b_tiles, b_of, acc, steps)
+    shared = dot_steps_shared(a_tiles, a_of, b_tiles, b_of, acc, steps, bands, run_all)
     plain = dot_steps(a_tiles[a_of], b_tiles[b_of], acc, steps)
     assert shared.dtype == plain.dtype == acc_dtype
+    # float32 grids are cut into bands of block rows run on threads; other dtypes, and
+    # steps that pair the rows differently (no grid), are not
+    assert ran == ([3] if bands == 3 and acc_dtype == np.float32 and pairing == "grid"
+                   else [])
     np.testing.assert_array_equal(shared.view(np.uint8), plain.view(np.uint8))
