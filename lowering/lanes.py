@@ -222,11 +222,17 @@ class BoxMask:
 
     @staticmethod
     def of(x: object) -> BoxMask | None:
-        """``x`` as a box mask when it is one (a ``LaneMask`` is)."""
+        """``x`` as a box mask when it is one (a ``LaneMask`` is, and so is a boolean
+        array whose block axes all have length 1: a condition per row, such as
+        ``offs < n`` for a block of one lane, whose one lane is valid or not)."""
         if isinstance(x, BoxMask):
             return x
         if isinstance(x, LaneMask):
             return BoxMask((x.lanes.length,), (x.valid_counts(),))
+        if isinstance(x, np.ndarray) and x.dtype == np.bool_ and x.ndim >= 2 and \
+                all(n == 1 for n in x.shape[1:]):
+            return BoxMask(x.shape[1:], (x.reshape(-1).astype(np.int64),) +
+                           (None,) * (x.ndim - 2))
         return None
 
     @property

@@ -116,7 +116,35 @@ class AffineAccess:
         order = np.argsort(low, kind="stable")
         if np.all(low[order][1:] > high[order][:-1]):
             return True
-        return self._disjoint_tiles(active, widest)
+        if self._disjoint_tiles(active, widest):
+            return True
+        split = self._split_outermost()
+        return split is not None and split.injective()
+
+    def _split_outermost(self) -> AffineAccess | None:
+        """The same lanes with the axis of the largest coefficient unrolled into rows:
+        row ``r``'s lanes at position ``i`` of that axis become a row of their own,
+        based at ``base[r] + coef * i``. Rows whose ranges interleave only through
+        that axis (a store of two halves, each row writing its piece of both) then
+        have ranges the test in ``injective`` can order. None when no axis is left
+        to unroll or the rows would number more than ``_SPLIT_ROWS``."""
+        widest = self.extents.max(axis=0) if self.extents.shape[0] else None
+        axes = [k for k in range(len(self.coefs)) if widest is not None and widest[k] > 1]
+        if not axes:
+            return None
+        k = max(axes, key=lambda a: abs(self.coefs[a]))
+        count = int(widest[k])
+        rows = self.extents.shape[0]
+        if rows * count > _SPLIT_ROWS:
+            return None
+        at = np.arange(count, dtype=np.int64)
+        keep = at[None, :] < self.extents[:, k:k + 1]  # (rows, count)
+        bases = (np.broadcast_to(self.base, (rows,))[:, None] + self.coefs[k] * at)[keep]
+        extents = np.repeat(self.extents, count, axis=0)[keep.reshape(-1)]
+        extents[:, k] = 1
+        shape = self.shape[:k] + (1,) + self.shape[k + 1:]
+        coefs = self.coefs[:k] + (0,) + self.coefs[k + 1:]
+        return AffineAccess(bases, coefs, shape, extents)
 
     def _disjoint_tiles(self, active: np.ndarray, widest: np.ndarray) -> bool:
         """True when the rows' boxes are tiles of a row-major 2-D layout (outer
@@ -147,13 +175,34 @@ class AffineAccess:
         return bool(np.all(starts[1:] >= starts[:-1] + lines[:-1]))
 
 
+# the most rows ``AffineAccess._split_outermost`` makes (the injectivity test then
+# gives up: the caller's general path decides)
+_SPLIT_ROWS = 1 << 22
+
+
 def _row_groups(extents: np.ndarray) -> list[tuple[np.ndarray | slice, np.ndarray]]:
     """Rows with the same box extents: (rows, extents) per distinct box."""
     rows = extents.shape[0]
     if rows == 1 or (extents == extents[0]).all():
         return [(slice(0, rows), extents[0])]
-    kinds, inverse = np.unique(extents, axis=0, return_inverse=True)
-    return [(np.nonzero(inverse.reshape(-1) == g)[0], kinds[g]) for g in range(kinds.shape[0])]
+    span = extents.max(axis=0).astype(np.int64) + 1
+    if float(np.prod(span.astype(np.float64))) < 2.0**62:
+        # one int64 key per row, the first axis most significant (so the groups come
+        # in the rows' lexicographic order, as from ``np.unique(axis=0)``): a 1-D
+        # unique, many times faster than sorting row records
+        weights = np.append(np.cumprod(span[::-1])[::-1][1:], 1)
+        _, first, inverse = np.unique(extents @ weights, return_index=True,
+                                      return_inverse=True)
+        kinds = extents[first]
+    else:
+        kinds, inverse = np.unique(extents, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    # each group's rows in increasing order, from one stable sort (not one scan of
+    # every row per group)
+    order = np.argsort(inverse, kind="stable")
+    ends = np.cumsum(np.bincount(inverse, minlength=kinds.shape[0]))
+    return [(order[end - count:end], kinds[g]) for g, (end, count) in
+            enumerate(zip(ends, np.diff(ends, prepend=0)))]
 
 
 def _box(sel: np.ndarray | slice, extents: np.ndarray) -> tuple:

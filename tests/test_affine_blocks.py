@@ -470,3 +470,120 @@ def test_lane_rows_with_any_starts_load_and_store_as_the_materialised_index_does
     if mode == "undo":
         journal.rollback()
         assert not written.any()
+
+
+# -- stores whose rows interleave through an outer axis (a concatenation) -------------
+
+
+@dsl.jit
+def concat_rows(x, y, out, n_rows, n_cols, COLS: dsl.constexpr):
+    """out (2, n_rows, n_cols) = stack(x, y): program r writes row r of both halves,
+    so the programs' index ranges interleave. Its row block has one lane, so its
+    mask ``r < n_rows`` is a plain boolean per program, not a lazy box."""
+    r = dsl.program_id(0) + dsl.arange(0, 1)[None, :, None]
+    c = dsl.arange(0, COLS)[None, None, :]
+    half = dsl.arange(0, 2)[:, None, None]
+    mask = (c < n_cols) & (r < n_rows)
+    xv = dsl.load(x, r * n_cols + c, mask, 0.0)
+    yv = dsl.load(y, r * n_cols + c, mask, 0.0)
+    dsl.store(out, half * (n_rows * n_cols) + r * n_cols + c, dsl.where(half == 0, xv, yv),
+              mask)
+
+
+@dsl.jit
+def concat_rows_clashing(x, out, n_rows, n_cols, COLS: dsl.constexpr):
+    """Like ``concat_rows``, but the second half starts one row too early: program
+    r + 1's first half overlaps program r's second half."""
+    r = dsl.program_id(0) + dsl.arange(0, 1)[None, :, None]
+    c = dsl.arange(0, COLS)[None, None, :]
+    half = dsl.arange(0, 2)[:, None, None]
+    mask = (c < n_cols) & (r < n_rows)
+    xv = dsl.load(x, r * n_cols + c, mask, 0.0)
+    dsl.store(out, half * ((n_rows - 1) * n_cols) + r * n_cols + c, xv + half, mask)
+
+
+@pytest.mark.parametrize("n_rows,n_cols,cols", [(9, 5, 8), (33, 16, 16), (1, 3, 4)])
+def test_a_concatenation_whose_programs_write_both_halves_stores_through_windows(
+        n_rows, n_cols, cols, strided):
+    """Each program's lanes cover a piece of both halves, so the programs' index
+    ranges interleave: the store is proved injective by taking the halves as rows
+    of their own, and written as windows instead of a checked scatter."""
+    rng = np.random.default_rng(3)
+    x, y = (rng.standard_normal((n_rows, n_cols)).astype(np.float32) for _ in range(2))
+    out = np.full((2, n_rows, n_cols), np.nan, np.float32)
+    concat_rows[(n_rows,)](x, y, out, n_rows, n_cols, COLS=cols)
+    np.testing.assert_array_equal(out, np.stack([x, y]))
+    assert strided["store"] >= 1
+
+
+def test_a_concatenation_whose_halves_overlap_is_still_a_race():
+    x = np.ones((6, 4), np.float32)
+    out = np.zeros(12 * 4, np.float32)
+    with pytest.raises(dsl.DataRaceError, match="program id"):
+        concat_rows_clashing[(6,)](x, out, 6, 4, COLS=4)
+    assert not out.any(), "nothing is written"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_injective_only_when_no_two_lanes_share_an_element(data):
+    """``AffineAccess.injective`` against counting every valid lane's element: it may
+    fail to prove an injective access (the caller then checks lane by lane), but
+    never calls one injective that is not."""
+    rank = data.draw(st.integers(1, 3))
+    shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank)))
+    coefs = tuple(data.draw(st.lists(st.integers(-6, 12), min_size=rank, max_size=rank)))
+    rows = data.draw(st.integers(1, 5))
+    base = np.asarray(data.draw(st.lists(st.integers(0, 40), min_size=rows, max_size=rows)),
+                      np.int64)
+    extents = np.asarray([[data.draw(st.integers(0, n)) for n in shape] for _ in range(rows)],
+                         np.int64).reshape(rows, rank)
+    access = memory.AffineAccess(base, coefs, shape, extents)
+    seen = []
+    for r in range(rows):
+        for lane in np.ndindex(*(int(e) for e in extents[r])):
+            seen.append(int(base[r]) + sum(c * i for c, i in zip(coefs, lane)))
+    if access.injective():
+        assert len(seen) == len(set(seen))
+
+
+def test_injective_proves_interleaved_halves_and_refuses_overlapping_ones():
+    """A (2, 1, width) block per row, as the peer suite's 3-D concatenations store."""
+    rows, width, half = 50, 7, 1000
+    extents = np.tile(np.asarray([2, 1, width], np.int64), (rows, 1))
+    extents[-3:, 2] = 4  # ragged last rows
+    bases = np.arange(rows, dtype=np.int64) * width
+    apart = memory.AffineAccess(bases, (half, 0, 1), (2, 1, width), extents)
+    assert apart.injective()
+    overlapping = memory.AffineAccess(bases, ((rows - 1) * width, 0, 1), (2, 1, width),
+                                      extents)
+    assert not overlapping.injective()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_row_groups_are_numpy_unique_rows_in_order(data):
+    rows = data.draw(st.integers(2, 60))
+    rank = data.draw(st.integers(1, 3))
+    top = data.draw(st.integers(1, 5))
+    extents = np.asarray(data.draw(st.lists(st.lists(st.integers(0, top), min_size=rank,
+                                                     max_size=rank),
+                                            min_size=rows, max_size=rows)), np.int64)
+    groups = memory._row_groups(extents)
+    if (extents == extents[0]).all():
+        assert len(groups) == 1 and np.array_equal(groups[0][1], extents[0])
+        return
+    kinds, inverse = np.unique(extents, axis=0, return_inverse=True)
+    assert len(groups) == kinds.shape[0]
+    for g, (sel, kind) in enumerate(groups):
+        np.testing.assert_array_equal(kind, kinds[g])
+        np.testing.assert_array_equal(sel, np.nonzero(inverse.reshape(-1) == g)[0])
+
+
+def test_a_boolean_per_row_over_unit_axes_is_a_box():
+    valid = np.array([True, False, True]).reshape(3, 1, 1)
+    box = lanes.BoxMask.of(valid)
+    assert box is not None and box.shape == (1, 1)
+    np.testing.assert_array_equal(box.materialize(), valid)
+    assert lanes.BoxMask.of(np.ones((3, 1, 2), bool)) is None, "a lane axis of 2"
+    assert lanes.BoxMask.of(np.ones((3, 1, 1), np.int32)) is None, "not a boolean"
