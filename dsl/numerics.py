@@ -23,6 +23,7 @@ to:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 from collections.abc import Callable
@@ -202,10 +203,15 @@ def _convert_through_torch(x: np.ndarray, dtype: type) -> np.ndarray | None:
     if not source.flags.writeable:
         source = np.asarray(_ReadAlias(source))
     out = np.empty(x.shape, dtype)
-    pieces_in = torch.from_numpy(source.reshape(-1))
-    pieces_out = torch.from_numpy(out.reshape(-1))
-    for start in range(0, x.size, _TORCH_PIECE):
-        pieces_out[start:start + _TORCH_PIECE].copy_(pieces_in[start:start + _TORCH_PIECE])
+    # Outside any ``__torch_function__`` handling: a mode the user (or a harness that
+    # maps devices) set would see, and slow tenfold, every slice and copy here, which
+    # are this module's business, not theirs.
+    disabled = getattr(torch._C, "DisableTorchFunction", contextlib.nullcontext)
+    with disabled():
+        pieces_in = torch.from_numpy(source.reshape(-1))
+        pieces_out = torch.from_numpy(out.reshape(-1))
+        for start in range(0, x.size, _TORCH_PIECE):
+            pieces_out[start:start + _TORCH_PIECE].copy_(pieces_in[start:start + _TORCH_PIECE])
     return out
 
 

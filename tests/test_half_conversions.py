@@ -132,3 +132,26 @@ def test_a_dot_of_float16_tiles_is_the_same_with_and_without_torch(torch, monkey
     without = numerics.dot(a, b.transpose(0, 2, 1), acc)
     assert with_torch.dtype == dtype
     np.testing.assert_array_equal(with_torch.view(np.uint8), without.view(np.uint8))
+
+
+def test_conversions_are_not_seen_by_a_torch_function_mode(torch, monkeypatch):
+    """A ``TorchFunctionMode`` the script set (the peer-suite harness maps the NPU to
+    the CPU with one) sees none of the conversions' slices and copies, which it would
+    otherwise slow tenfold, and the result is the same."""
+    from torch.overrides import TorchFunctionMode
+
+    seen = _spy(monkeypatch)
+    calls: list[object] = []
+
+    class Counting(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            calls.append(func)
+            return func(*args, **(kwargs or {}))
+
+    x = np.random.default_rng(4).standard_normal(1 << 17).astype(np.float16)
+    with Counting():
+        wide = widen_to_float32(x)
+        torch.ones(2).add_(1)  # the mode is on: it sees the script's own calls
+    _same(wide, x.astype(np.float32), np.uint32)
+    assert seen == [x.size], "converted through torch"
+    assert [getattr(f, "__name__", "") for f in calls] == ["ones", "add_"]
