@@ -30,7 +30,10 @@ Each file gets one status:
 * ``timeout``: still running after the per-file limit.
 
 Each child's heap is capped (``--memory-limit``), so a test too big for the machine
-ends in a MemoryError (an ``error``) rather than in the kernel's OOM killer.
+ends in a MemoryError (an ``error``) rather than in the kernel's OOM killer. With
+``--jobs N`` above 1, each child's thread pools (OpenMP, OpenBLAS, MKL, the
+interpreter's workers) are capped at the cores divided by N, unless the environment
+sets them.
 
 The installed Triton may predate the checkout: unless ``--no-cann-alias``, a child whose
 Triton lacks ``triton.language.extra.cann`` gets an alias of it, and one whose Triton
@@ -239,13 +242,27 @@ def default_memory_limit() -> float:
     return max(2.0, float(int(total / 4)))
 
 
+# The thread counts a child's libraries read at start-up: OpenMP (torch's intra-op
+# pool), OpenBLAS, MKL, and this project's interpreter workers.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "DSL_INTERPRETER_THREADS")
+
+
 def child_env(
     runner: str, cann_alias: bool = True, memory_gib: float | None = None, strict_triton: bool = False,
-    checkout: Path | None = None,
+    checkout: Path | None = None, threads: int | None = None,
 ) -> dict[str, str]:
     """The environment of a child: shim first on PYTHONPATH, runner, heap cap (GiB), and
-    the triton-ascend checkout whose Python-only packages the aliases may load."""
+    the triton-ascend checkout whose Python-only packages the aliases may load.
+    ``threads``, when given, caps each of ``THREAD_VARIABLES`` that the caller's
+    environment does not set: children running side by side then share the cores
+    instead of each starting a pool per core, whose spinning threads took the cores
+    from each other (``test_fusedattention.py`` ran 45 s alone and past 120 s beside
+    another file, while with one thread of each kind alone it takes 47 s)."""
     env = dict(os.environ)
+    if threads is not None:
+        for name in THREAD_VARIABLES:
+            env.setdefault(name, str(max(1, threads)))
     if checkout is not None:
         env["DSL_SUITE_CHECKOUT"] = str(checkout)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SHIM_DIR), env.get("PYTHONPATH", "")) if p)
@@ -415,14 +432,18 @@ def main(argv: list[str] | None = None) -> int:
     files = discover(root, args.only, args.substring, args.first)
     commit = git_commit(root)
     print(f"triton-ascend: {root} @ {commit}")
-    notes = [f"jobs {args.jobs}", f"cann alias {'off' if args.no_cann_alias else 'on'}",
+    # side by side, each child gets its share of the cores (see ``child_env``)
+    threads = max(1, (os.cpu_count() or 1) // args.jobs) if args.jobs > 1 else None
+    notes = [f"jobs {args.jobs}" + (f" ({threads} threads each)" if threads else ""),
+             f"cann alias {'off' if args.no_cann_alias else 'on'}",
              f"heap cap {args.memory_limit:g} GiB per child"]
     if args.runner == "triton":
         notes.append("Ascend launch options " + ("kept" if args.strict_triton else "dropped"))
     print(f"runner: {args.runner}; {len(files)} files; " + "; ".join(notes))
     if not files:
         return 0
-    env = child_env(args.runner, not args.no_cann_alias, args.memory_limit, args.strict_triton, root)
+    env = child_env(args.runner, not args.no_cann_alias, args.memory_limit, args.strict_triton, root,
+                    threads)
     problem = preflight(env)
     if problem is not None:
         print(f"runner {args.runner} cannot start: {problem}")

@@ -74,3 +74,23 @@ def test_default_device_npu_is_the_cpu(torch):
                           timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "cpu"
+
+
+def test_children_side_by_side_get_their_share_of_the_threads(monkeypatch):
+    """``child_env(threads=...)`` caps each thread pool a child starts (OpenMP,
+    OpenBLAS, MKL, the interpreter's workers) unless the caller's environment already
+    chose; without ``threads`` nothing is added."""
+    sys.path.insert(0, str(SHIM.parent))
+    try:
+        import triton_ascend_suite as suite
+    finally:
+        sys.path.remove(str(SHIM.parent))
+    for name in suite.THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")  # the user's choice stands
+    env = suite.child_env("dsl", threads=1)
+    assert env["OMP_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "1"
+    assert env["DSL_INTERPRETER_THREADS"] == "1"
+    assert env["OPENBLAS_NUM_THREADS"] == "3"
+    alone = suite.child_env("dsl")
+    assert "OMP_NUM_THREADS" not in alone and "DSL_INTERPRETER_THREADS" not in alone
