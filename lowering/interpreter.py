@@ -358,9 +358,9 @@ class Interpreter:
                 _worker.active = False
 
     def _run_all(self, tasks: list[Callable[[], None]]) -> None:
-        """Run independent NumPy tasks that do not call back into the interpreter
-        on the worker threads; one after another on a worker thread already (the pool
-        must not wait on itself)."""
+        """Run independent NumPy tasks on the worker threads (tasks that never call
+        back into the interpreter). On a worker thread already, run them one after
+        another: the pool must not wait on itself."""
         if getattr(_worker, "active", False):
             for task in tasks:
                 task()
