@@ -118,18 +118,18 @@ class AffineAccess:
             return True
         if self._disjoint_tiles(active, widest):
             return True
-        split = self._split_outermost()
+        split = self._split_outermost(widest)
         return split is not None and split.injective()
 
-    def _split_outermost(self) -> AffineAccess | None:
+    def _split_outermost(self, widest: np.ndarray) -> AffineAccess | None:
         """The same lanes with the axis of the largest coefficient unrolled into rows:
         row ``r``'s lanes at position ``i`` of that axis become a row of their own,
         based at ``base[r] + coef * i``. Rows whose ranges interleave only through
         that axis (a store of two halves, each row writing its piece of both) then
-        have ranges the test in ``injective`` can order. None when no axis is left
-        to unroll or the rows would number more than ``_SPLIT_ROWS``."""
-        widest = self.extents.max(axis=0) if self.extents.shape[0] else None
-        axes = [k for k in range(len(self.coefs)) if widest is not None and widest[k] > 1]
+        have ranges the test in ``injective`` can order (``widest``: its widest extent
+        per axis). None when no axis is left to unroll or the rows would number more
+        than ``_SPLIT_ROWS``."""
+        axes = [k for k in range(len(self.coefs)) if widest[k] > 1]
         if not axes:
             return None
         k = max(axes, key=lambda a: abs(self.coefs[a]))
@@ -413,16 +413,11 @@ def check_store_race(site: AccessSite, index: object, mask: object | None, pid: 
     if access is not None and access.extents.shape[0] == shape[0] and access.injective():
         return  # no two lanes of the store address one element (rows shared by all
         # the batch's rows, a broadcast index, are not: every row writes them)
-    if isinstance(index, Lanes) and (mask is None or isinstance(mask, LaneMask)):
-        first = index.base
-        # a LaneMask's leading valid lanes, per row (the index's rows, or the mask's, may
-        # be one row shared by all)
-        counts = mask.valid_counts() if mask is not None else \
-            np.full(first.shape, index.length, dtype=np.int64)
-        # (an index shared by every row of the batch is stored by every row: each
-        # row's run, not one)
-        rows = np.broadcast_shapes(first.shape, counts.shape, shape[:1])
-        first, counts = np.broadcast_to(first, rows), np.broadcast_to(counts, rows)
+    lanes = lane_access(index, mask, shape[0]) if isinstance(index, Lanes) else None
+    if lanes is not None:
+        # each row's run, for every row of the batch (an index or a mask shared by
+        # every row is stored by every row: each row's run, not one)
+        first, counts = lanes.base, lanes.extents[:, 0]
         if first.shape[0] < 2:
             return  # one row: its lanes are distinct
         order = np.argsort(first, kind="stable")
