@@ -46,6 +46,12 @@ configs' ``num_buffers_warp_spec``), as the compiled path does, unless
 
 For pytest files the reason is taken from pytest's short summary (FAILED/ERROR lines)
 and the "N passed, M failed" line is printed next to the status.
+
+The shim's torch_npu emulates a few host calls that torch_npu accepts and torch's CPU
+kernels refuse (``torch_npu/host_rules.py``: mixed-dtype ``isclose``, floor division
+of bools, out-of-range scalars written into integer tensors). Each rule that fired in a
+file is printed after its status ("host emulation: ..."), is saved in the JSON, and
+the totals count the passes that needed one.
 """
 
 from __future__ import annotations
@@ -68,6 +74,9 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHIM_DIR = REPO_ROOT / "benchmarks" / "triton_ascend_shim"
 PLUGIN = "triton_ascend_suite_plugin"
+# the file where the shim's torch_npu notes each host emulation rule that fired
+# (triton_ascend_shim/torch_npu/host_rules.py reads the same variable)
+HOST_RULES_LOG = "DSL_SUITE_HOST_RULES_LOG"
 SETUP_FAILED = 86  # sitecustomize's exit status when the runner cannot be installed
 TUTORIALS = Path("third_party/ascend/tutorials")
 UNITTESTS = Path("third_party/ascend/unittest/pytest_ut")
@@ -101,11 +110,13 @@ class FileResult:
     seconds: float = 0.0
     returncode: int | None = None
     tests: dict[str, int] = field(default_factory=dict)  # pytest's summary counts
+    host_rules: list[str] = field(default_factory=list)  # the shim's host emulations that fired
 
     def line(self, width: int) -> str:
         status = self.status if not self.reason else f"{self.status} ({self.reason})"
         tests = f"  [{format_counts(self.tests)}]" if self.tests else ""
-        return f"{self.name:<{width}}  {status}{tests}  {self.seconds:.1f}s"
+        rules = f"  host emulation: {', '.join(self.host_rules)}" if self.host_rules else ""
+        return f"{self.name:<{width}}  {status}{tests}  {self.seconds:.1f}s{rules}"
 
 
 def format_counts(counts: dict[str, int]) -> str:
@@ -321,16 +332,21 @@ def run_file(
     if section == "tutorials":  # some import the unit tests' helper module test_common
         helpers = str(path.parents[1] / "unittest" / "pytest_ut")
         env = {**env, "PYTHONPATH": os.pathsep.join((env["PYTHONPATH"], helpers))}
-    code, output, seconds = run_child(command(mode, path), env, timeout)
+    with tempfile.TemporaryDirectory(prefix="triton-ascend-suite-rules-") as notes:
+        rules_log = Path(notes) / "host-rules.log"
+        code, output, seconds = run_child(command(mode, path), {**env, HOST_RULES_LOG: str(rules_log)},
+                                          timeout)
+        host_rules = sorted(set(rules_log.read_text().split())) if rules_log.exists() else []
     if log_dir is not None:
         (log_dir / section).mkdir(parents=True, exist_ok=True)
         (log_dir / section / f"{path.stem}.log").write_text(output)
     if code is None:
         counts = pytest_counts(output.splitlines()) if mode == "pytest" else {}
-        result = FileResult(section, path.name, "timeout", f"after {timeout:g}s", seconds, None, counts)
+        result = FileResult(section, path.name, "timeout", f"after {timeout:g}s", seconds, None, counts,
+                            host_rules)
     else:
         status, reason, counts = classify(mode, code, output)
-        result = FileResult(section, path.name, status, reason, seconds, code, counts)
+        result = FileResult(section, path.name, status, reason, seconds, code, counts, host_rules)
     return result, output
 
 
@@ -395,6 +411,11 @@ def print_totals(results: list[FileResult]) -> None:
         ran = sum(tests[k] for k in ("passed", "failed", "errors"))
         share = f" ({100.0 * tests['passed'] / ran:.0f}% of those that ran)" if ran else ""
         print(f"tests in pytest files: {format_counts(dict(tests.most_common()))}{share}")
+    emulated = [r for r in results if r.status == "pass" and r.host_rules]
+    if emulated:
+        rules = Counter(rule for r in emulated for rule in r.host_rules)
+        print(f"passes that needed the shim's host emulation: {len(emulated)} "
+              f"({', '.join(f'{rule} {n}' for rule, n in rules.most_common())})")
     reasons = Counter(
         f"{r.status}: {r.reason}" for r in results if r.status not in ("pass", "timeout") and r.reason
     )

@@ -23,6 +23,9 @@ What this module owns, and how a Triton kernel flows through it:
   methods so that every ``kernel[grid](...)`` whose tensors are CPU tensors runs here
   (``ascend_dsl_triton.pth`` runs ``ascend_dsl_startup``, which calls it when the
   script imports Triton if ``DSL_TRITON_INTERPRET`` is set, so scripts need no edit).
+  A kernel launched that way which does not compile raises ``TritonCompilationError``,
+  both a ``DSLCompileError`` and Triton's ``CompilationError`` (the class scripts
+  expect from Triton), with this project's message.
 
 Nothing here imports Triton at module import time: ``translate`` recognises Triton's
 objects by their module, and Triton is imported only by ``install``.
@@ -37,7 +40,7 @@ from typing import Any
 
 from dsl import dtypes as dt
 from dsl import language as lang
-from dsl.errors import DSLError, DSLLaunchError
+from dsl.errors import DSLCompileError, DSLError, DSLLaunchError
 from dsl.frontend import KernelSource, Unsupported, constexpr_function
 from dsl.jit import JITFunction
 
@@ -358,10 +361,67 @@ def _patched_run(original: Callable[..., Any]) -> Callable[..., Any]:
         if warmup:
             return None
         kernel = from_triton(self)
-        kernel[grid if grid is not None else (1,)](*args, **kwargs)
+        try:
+            kernel[grid if grid is not None else (1,)](*args, **kwargs)
+        except DSLCompileError as err:
+            if type(err) is not DSLCompileError:  # a launch error stays a TypeError
+                raise
+            raise _as_triton_compilation_error(err) from None
         return LaunchedKernel(self, kernel, args, kwargs)
     run.__dsl_patched__ = True  # type: ignore[attr-defined]
     return run
+
+
+_compilation_error_class: type[DSLCompileError] | None = None
+
+
+def _triton_compilation_error_class() -> type[DSLCompileError]:
+    """``TritonCompilationError``: both ``DSLCompileError`` and Triton's
+    ``triton.compiler.errors.CompilationError``. Made on first use (this module does not
+    import Triton before ``install``), and reachable as this module's attribute so that
+    it pickles."""
+    global _compilation_error_class
+    if _compilation_error_class is None:
+        from triton.compiler.errors import CompilationError
+
+        class TritonCompilationError(DSLCompileError, CompilationError):
+            """A kernel launched through Triton's API did not compile here."""
+
+            def __init__(self, message: str, loc: Any = None, kernel: str | None = None) -> None:
+                # not DSLCompileError.__init__: its super() call would reach Triton's
+                self.message, self.loc, self.kernel = message, loc, kernel
+                # Triton's own fields: no Python AST node here, the message says where
+                self.src, self.node, self.error_message = None, None, message
+                Exception.__init__(self, self._render())
+
+            def __str__(self) -> str:
+                return self._render()
+
+            def __reduce__(self) -> tuple[Any, ...]:
+                return type(self), (self.message, self.loc, self.kernel)
+
+        TritonCompilationError.__module__ = __name__
+        TritonCompilationError.__qualname__ = "TritonCompilationError"
+        _compilation_error_class = TritonCompilationError
+    return _compilation_error_class
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TritonCompilationError":
+        return _triton_compilation_error_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _as_triton_compilation_error(err: DSLCompileError) -> DSLCompileError:
+    """``err`` as a ``TritonCompilationError``, with the same message and traceback.
+
+    Triton wraps every error found while compiling a kernel in ``CompilationError``,
+    and scripts test for that class (``pytest.raises(CompilationError, match=...)``);
+    under the switch such a script sees the class it expects. The message stays this
+    project's (source position, the line, the caret)."""
+    converted = _triton_compilation_error_class()(err.message, err.loc, err.kernel)
+    converted.__traceback__ = err.__traceback__
+    return converted
 
 
 def install() -> None:

@@ -94,3 +94,91 @@ def test_children_side_by_side_get_their_share_of_the_threads(monkeypatch):
     assert env["OPENBLAS_NUM_THREADS"] == "3"
     alone = suite.child_env("dsl")
     assert "OMP_NUM_THREADS" not in alone and "DSL_INTERPRETER_THREADS" not in alone
+
+
+HOST_RULES_CHILD = '''
+import json, math, torch, torch_npu
+out = {}
+a, b = torch.tensor([1.0, 2.0], dtype=torch.float32), torch.tensor([1.0, 2.0000001], dtype=torch.float64)
+out["isclose"] = torch.isclose(a, b).tolist()
+out["allclose_far"] = torch.allclose(a, b + 1.0)
+x = torch.tensor([True, False, True, False])
+y = torch.tensor([True, True, True, True])
+out["floordiv"] = (x // y).tolist()
+out["floordiv_dtype"] = str(torch.floor_divide(x, y).dtype)
+out["div_floor"] = torch.div(x, y, rounding_mode="floor").tolist()
+try:
+    x // torch.tensor([True, False, True, True])
+    out["floordiv_by_false"] = "no error"
+except Exception as e:
+    out["floordiv_by_false"] = type(e).__name__
+t8 = torch.zeros(3, dtype=torch.int8)
+t8[0] = 128
+t8[1] = -129
+t8[2] = 5
+out["int8"] = t8.tolist()
+t32 = torch.zeros(2, dtype=torch.int32)
+t32[0] = 2**31
+t32[1] = float("nan")
+out["int32"] = t32.tolist()
+out["nan_as_int32"] = torch.tensor(float("nan"), dtype=torch.float64).to(torch.int32).item()
+f = torch.full((2,), 3, dtype=torch.int16).fill_(2**15)
+out["fill"] = f.tolist()
+print(json.dumps(out))
+'''
+
+
+def _run_host_rules(tmp_path: Path, code: str) -> tuple[dict, list[str]]:
+    import json
+
+    log = tmp_path / "rules.log"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SHIM), os.environ.get("PYTHONPATH", "")]),
+           "DSL_SUITE_HOST_RULES_LOG": str(log)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1]), (log.read_text().split() if log.exists() else [])
+
+
+def test_host_rules_emulate_what_torch_cpu_refuses_and_report_it(tmp_path, torch):
+    """The shim's torch_npu runs the host calls torch_npu accepts and torch's CPU
+    kernels refuse (each would raise without the rule), and notes each rule once."""
+    out, rules = _run_host_rules(tmp_path, HOST_RULES_CHILD)
+    assert out["isclose"] == [True, True] and out["allclose_far"] is False
+    assert out["floordiv"] == [True, False, True, False] == out["div_floor"]
+    assert out["floordiv_dtype"] == "torch.bool"
+    assert out["floordiv_by_false"] == "RuntimeError"  # x // 0 stays an error
+    assert out["int8"] == [-128, 127, 5]  # wrapped as a C cast; in range untouched
+    assert out["int32"] == [-2**31, out["nan_as_int32"]]
+    assert out["fill"] == [-2**15, -2**15]
+    assert rules == ["isclose-dtypes", "bool-floor-division", "integer-scalar-wrap"]
+
+
+def test_host_rules_leave_what_torch_cpu_accepts_alone(tmp_path, torch):
+    code = '''
+import json, torch, torch_npu
+t = torch.zeros(2, dtype=torch.int32)
+t[0] = 2**31 - 1
+t[1] = 2.75
+a = torch.tensor([1.0, 2.0])
+print(json.dumps({"t": t.tolist(), "close": torch.isclose(a, a + 1e-9).tolist(),
+                  "div": (torch.tensor([7, 8]) // torch.tensor([2, 3])).tolist()}))
+'''
+    out, rules = _run_host_rules(tmp_path, code)
+    assert out == {"t": [2**31 - 1, 2], "close": [True, True], "div": [3, 2]}
+    assert rules == []
+
+
+def test_the_suite_shows_which_passes_needed_host_emulation(capsys):
+    sys.path.insert(0, str(SHIM.parent))
+    try:
+        import triton_ascend_suite as suite
+    finally:
+        sys.path.remove(str(SHIM.parent))
+    plain = suite.FileResult("unittests", "test_add.py", "pass", seconds=1.0)
+    emulated = suite.FileResult("unittests", "test_mod.py", "pass", seconds=1.0,
+                                host_rules=["isclose-dtypes"])
+    assert "host emulation" not in plain.line(12)
+    assert emulated.line(12).endswith("host emulation: isclose-dtypes")
+    suite.print_totals([plain, emulated])
+    assert "passes that needed the shim's host emulation: 1 (isclose-dtypes 1)" in capsys.readouterr().out

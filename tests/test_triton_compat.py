@@ -187,6 +187,33 @@ def test_unsupported_triton_feature_fails_at_its_line_naming_it():
 
 
 @triton.jit
+def mismatched_shapes(x_ptr, out_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    tl.store(out_ptr + i, tl.load(x_ptr + i) + tl.zeros((N // 2,), tl.int32))
+
+
+def test_a_triton_launch_that_does_not_compile_raises_tritons_compilation_error(torch):
+    """Through Triton's launch (the switch), a compile error is Triton's
+    ``CompilationError`` too, as scripts test for it, with this project's message; a
+    launch whose arguments do not fit stays a ``DSLLaunchError``."""
+    import pickle
+
+    from triton.compiler.errors import CompilationError
+
+    x, out = torch.arange(8, dtype=torch.int32), torch.zeros(8, dtype=torch.int32)
+    with pytest.raises(CompilationError, match="shape") as info:
+        mismatched_shapes[(1,)](x, out, N=8)
+    assert isinstance(info.value, dsl.DSLCompileError)
+    message = str(info.value)
+    assert "test_triton_compat.py" in message and "tl.zeros((N // 2,), tl.int32)" in message
+    assert str(pickle.loads(pickle.dumps(info.value))) == message
+    assert not out.any()
+    with pytest.raises(dsl.DSLLaunchError) as launch:
+        mismatched_shapes[(1,)](x, N=8)
+    assert not isinstance(launch.value, CompilationError)
+
+
+@triton.jit
 def ascend_extensions(x_ptr, idx_ptr, out_ptr, srt_ptr, g_ptr, N: tl.constexpr,
                       SUB: tl.constexpr):
     i = tl.arange(0, N)

@@ -16,6 +16,11 @@ It owns three things, all installed on import (idempotent):
 * ``torch_npu.npu_*`` functions with an obvious CPU meaning: ``npu_fusion_attention``
   (forward only, as a reference).
 
+The same mode also applies ``host_rules``: the few host calls torch_npu accepts and
+torch's CPU kernels refuse, each with one obvious meaning (mixed-dtype ``isclose``, floor
+division of bools, out-of-range scalars written into integer tensors). Each rule that
+fires is reported, and the suite prints it next to the file's status.
+
 Limitations: tensors really live on the CPU, so ``t.device`` is ``cpu``,
 ``t.device.type == "npu"`` is false and there is no ``Tensor.is_npu`` (a test that
 expects CPU tensors to be refused cannot pass); the function mode is thread-local
@@ -38,6 +43,8 @@ from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
+
+from torch_npu import host_rules
 
 __version__ = "2.6.0+cpu.shim"
 
@@ -77,7 +84,12 @@ class NpuToCpuMode(TorchFunctionMode):
             kwargs = {**kwargs, "device": _CPU}
         if func is torch.Tensor.to and len(args) > 1 and _is_npu(args[1]):
             args = (args[0], _CPU, *args[2:])
-        return func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        if func in host_rules.RULES:
+            emulated, result = host_rules.apply(func, args, kwargs)
+            if emulated:
+                return result
+        return func(*args, **kwargs)
 
 
 _set_default_device = torch.set_default_device
