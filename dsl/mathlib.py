@@ -72,7 +72,9 @@ class _Expr:
         return sem.unary(self.b, "invert", x)  # logical not on int1
 
     def negate_if(self, negative: Value, x: Value) -> Value:
-        return self.where(negative, self.fn("neg", x), x)
+        # x * -1, not -x: Triton's -x is 0 - x, which leaves +0.0 positive, while an
+        # odd function's result must take the sign of -0.0 too
+        return self.where(negative, self.mul(-1.0, x), x)
 
     def negative(self, x: Value) -> Value:
         """int1: x's sign bit is set (so -0.0 keeps its sign through odd functions)."""

@@ -143,6 +143,36 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, dtype: DType) -> np.ndar
     return result if dtype.bits == 32 else result.astype(dtype.np)
 
 
+def maximum_number(a: np.ndarray, b: np.ndarray, *, dtype: DType) -> np.ndarray:
+    """IEEE maxNum (a NaN operand is ignored), as compiled code computes it."""
+    return _extreme_number(np.fmax, a, b, dtype)
+
+
+def minimum_number(a: np.ndarray, b: np.ndarray, *, dtype: DType) -> np.ndarray:
+    """IEEE minNum (a NaN operand is ignored), as compiled code computes it."""
+    return _extreme_number(np.fmin, a, b, dtype)
+
+
+def _extreme_number(ufunc: np.ufunc, a: np.ndarray, b: np.ndarray, dtype: DType) -> np.ndarray:
+    """``ufunc`` (``np.fmax``/``np.fmin``) with the choices IEEE leaves open made as
+    compiled code makes them (LLVM's ``maxnum``/``minnum`` on this CPU, measured;
+    NumPy's own choice differs):
+
+    - of equal operands (+0.0 and -0.0: the sign of the result) and of two NaNs (the
+      NaN's sign and payload), compiled float32, float64 and bfloat16 code returns
+      the first of equal operands and the second of two NaNs;
+    - compiled float16 code returns the second of equal operands and the first of
+      two NaNs.
+
+    Integers have no such choice."""
+    result = ufunc(a, b)
+    if dtype.kind != "float":
+        return result
+    tie_pick, nan_pick = (b, a) if dtype.name == "float16" else (a, b)
+    result = np.where(np.equal(a, b), tie_pick, result)
+    return np.where(np.isnan(result), nan_pick, result)  # a NaN result: both were NaN
+
+
 def umulhi(a: np.ndarray, b: np.ndarray, *, dtype: DType) -> np.ndarray:
     """The high 32 bits of the 64-bit product of two 32-bit integers."""
     wide = np.uint64 if dtype.is_unsigned else np.int64
@@ -154,9 +184,10 @@ def sigmoid(x: np.ndarray, *, dtype: DType) -> np.ndarray:
     """1 / (1 + exp(-x)) in fp32 arithmetic with the fp32 exp above (Triton's
     definition of sigmoid), rounded to the operand type."""
     if dtype.bits == 64:
-        return 1.0 / (1.0 + np.exp(-x))
+        return 1.0 / (1.0 + np.exp(np.subtract(0.0, x)))
     x32 = x.astype(np.float32)
-    e = np.exp(-x32.astype(np.float64)).astype(np.float32)
+    # Triton's -x is 0 - x: it keeps a NaN's sign, where a negation would flip it
+    e = np.exp(np.subtract(np.float32(0), x32).astype(np.float64)).astype(np.float32)
     one = np.float32(1)
     result = one / (one + e)
     return result if dtype.bits == 32 else result.astype(dtype.np)

@@ -600,6 +600,13 @@ def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
     return lambda a, *, dtype: fn(a)
 
 
+def _negate(a: np.ndarray, *, dtype: DType) -> np.ndarray:
+    """Triton's unary minus, ``0 - x`` (``semantic.minus``), not a sign flip: the two
+    differ for floats at +0.0 (``0 - 0.0`` is +0.0) and on a NaN's sign bit (a
+    subtraction passes its NaN operand through). Compiled code computes the same."""
+    return np.subtract(np.zeros((), a.dtype), a)
+
+
 def _mod(a: np.ndarray, b: np.ndarray, *, dtype: DType) -> np.ndarray:
     return np.fmod(a, b) if dtype.is_float else nm.c_mod(a, b)
 
@@ -654,12 +661,14 @@ _ELEMENTWISE = [
     _ew("eq", Elementwise("==", "{0} == {1}", _NUM, "bool", _binary(np.equal)), "a == b"),
     _ew("ne", Elementwise("!=", "{0} != {1}", _NUM, "bool", _binary(np.not_equal)), "a != b"),
     _ew("maximum", Elementwise("maximum", "tl.maximum({0}, {1})", _NUM, "same",
-                               _binary(np.fmax), np.fmax),
-        "IEEE maxNum: a NaN operand is ignored (Triton's propagate_nan=NONE)"),
+                               nm.maximum_number),
+        "IEEE maxNum: a NaN operand is ignored (Triton's propagate_nan=NONE); between "
+        "+0.0 and -0.0, and between two NaNs, compiled code's choice"),
     _ew("minimum", Elementwise("minimum", "tl.minimum({0}, {1})", _NUM, "same",
-                               _binary(np.fmin), np.fmin), "IEEE minNum"),
-    _ew("neg", Elementwise("-", "-{0}", ("float", "int"), "same", _unary(np.negative),
-                           np.negative), "-x"),
+                               nm.minimum_number),
+        "IEEE minNum; the same choices as maximum"),
+    _ew("neg", Elementwise("-", "-{0}", ("float", "int"), "same", _negate),
+        "-x, computed as 0 - x (Triton's unary minus): -(+0.0) is +0.0, a NaN keeps its sign"),
     _ew("invert", Elementwise("~", "~{0}", _INT, "same", _invert),
         "bitwise not; logical not on int1"),
     _ew("abs", Elementwise("abs", "tl.abs({0})", ("float", "int"), "same", _unary(np.abs)),

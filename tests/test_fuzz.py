@@ -102,7 +102,10 @@ def fuzz_{seed}(x, y, z, out, n, n_safe, BLOCK: dsl.constexpr):
     return getattr(module, f"fuzz_{seed}"), (*arrays, out, n, n), {"BLOCK": block}, grid, source
 
 
-SEEDS = list(range(80))
+# 0-79, plus seeds a longer campaign (seeds up to 4300, and the same kernels written
+# in Triton's pointer style) found differing: signed zeros out of maximum/minimum,
+# and a NaN's sign through -x inside sigmoid
+SEEDS = list(range(80)) + [245, 308, 323, 470, 1375, 1407, 1418, 1501]
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -5,6 +5,7 @@ bit-exact in compiled-CPU mode against the interpreter."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 from test_compiled_cpu import differential
@@ -114,6 +115,91 @@ def test_bitcast_needs_equal_widths():
     with pytest.raises(dsl.DSLCompileError, match="cannot bitcast float32 to int64") as info:
         bad(np.zeros(8, np.float32), np.zeros(8, np.int64))
     assert "test_language.py" in str(info.value)
+
+
+@dsl.jit
+def negate_and_sigmoid(x, neg_out, sig_out, n, BLOCK: dsl.constexpr):
+    i = dsl.arange(0, BLOCK)
+    m = i < n
+    v = dsl.load(x, i, m)
+    dsl.store(neg_out, i, -v, m)
+    dsl.store(sig_out, i, dsl.sigmoid(v), m)
+
+
+def _signed_specials(dtype):
+    """Zeros and NaNs of both signs, then ordinary values."""
+    x = (np.random.default_rng(8).standard_normal(N) * 3).astype(dtype)
+    x[:6] = [0.0, -0.0, np.nan, np.nan, np.inf, -np.inf]
+    bits = x.view(f"u{x.itemsize}")
+    bits[3] |= 1 << (8 * x.itemsize - 1)  # a NaN with its sign bit set
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["fp32", "fp16"])
+def test_unary_minus_is_tritons_zero_minus_x(dtype):
+    """``-x`` is Triton's ``0 - x``: -(+0.0) is +0.0 and a NaN keeps its sign bit (a
+    negation would give -0.0 and flip it); ``sigmoid``'s ``exp(-x)`` likewise. The
+    oracle is NumPy's ``0 - x`` on the same bits."""
+    x = _signed_specials(dtype)
+    neg, sig = np.zeros(N, dtype), np.zeros(N, dtype)
+    run(negate_and_sigmoid, (x, neg, sig, N), {"BLOCK": BLOCK})
+    unsigned = f"u{x.itemsize}"
+    np.testing.assert_array_equal(neg.view(unsigned), np.subtract(dtype(0), x).view(unsigned))
+    assert neg.view(unsigned)[0] == 0  # +0.0, not -0.0
+    assert np.signbit(neg[3]) and np.signbit(sig[3])  # the input NaN's sign, kept
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["fp32", "fp16"])
+def test_unary_minus_and_sigmoid_compiled_cpu_bit_exact(cpu_toolchain, dtype):
+    x = _signed_specials(dtype)
+    differential(negate_and_sigmoid, (x, np.zeros(N, dtype), np.zeros(N, dtype), N),
+                 {"BLOCK": BLOCK}, grid=(1,))
+
+
+@dsl.jit
+def extremes(x, y, mx, mn, BLOCK: dsl.constexpr):
+    i = dsl.arange(0, BLOCK)
+    a, b = dsl.load(x, i), dsl.load(y, i)
+    dsl.store(mx, i, dsl.maximum(a, b))
+    dsl.store(mn, i, dsl.minimum(a, b))
+
+
+def _ties_and_nans(dtype):
+    """(+0, -0), (-0, +0), NaNs of both signs paired, a NaN with a number, numbers."""
+    x = np.array([0.0, -0.0, np.nan, np.nan, 1.0, np.nan, 2.0, 1.0], dtype)
+    y = np.array([-0.0, 0.0, np.nan, np.nan, np.nan, 1.0, 1.0, 2.0], dtype)
+    sign = 1 << (8 * x.itemsize - 1)
+    x.view(f"u{x.itemsize}")[3] |= sign
+    y.view(f"u{x.itemsize}")[2] |= sign
+    return x, y
+
+
+FLOATS = [np.float32, np.float16, np.float64, ml_dtypes.bfloat16]
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=["fp32", "fp16", "fp64", "bf16"])
+def test_maximum_minimum_choose_between_signed_zeros_and_nans_as_compiled_code(dtype):
+    """Where IEEE maxNum/minNum leave the choice open (+0.0 against -0.0, two NaNs),
+    the interpreter takes compiled code's: the first of equal operands and the second
+    of two NaNs, and in float16 the other way round."""
+    x, y = _ties_and_nans(dtype)
+    mx, mn = np.zeros(8, dtype), np.zeros(8, dtype)
+    extremes[(1,)](x, y, mx, mn, BLOCK=8)
+    unsigned = f"u{x.itemsize}"
+    tie, nan = (y, x) if dtype == np.float16 else (x, y)
+    for got in (mx, mn):
+        bits = got.view(unsigned)
+        assert bits[0] == tie.view(unsigned)[0] and bits[1] == tie.view(unsigned)[1]
+        assert bits[2] == nan.view(unsigned)[2] and bits[3] == nan.view(unsigned)[3]
+    np.testing.assert_array_equal(mx[4:], np.array([1.0, 1.0, 2.0, 2.0], dtype))
+    np.testing.assert_array_equal(mn[4:], np.array([1.0, 1.0, 1.0, 1.0], dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=["fp32", "fp16", "fp64", "bf16"])
+def test_maximum_minimum_signed_zeros_and_nans_compiled_cpu_bit_exact(cpu_toolchain, dtype):
+    x, y = _ties_and_nans(dtype)
+    differential(extremes, (x, y, np.zeros(8, dtype), np.zeros(8, dtype)), {"BLOCK": 8},
+                 grid=(1,))
 
 
 @dsl.jit
