@@ -670,10 +670,40 @@ def scan_in_order(x: np.ndarray, axis: int, combine: str, reverse: bool) -> np.n
 
 
 def max_ignoring_nan(x: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
-    """Largest element along ``axis``; a NaN is ignored unless all are NaN (maxNum)."""
-    return np.fmax.reduce(x, axis=axis).astype(dtype, copy=False)
+    """Largest element along ``axis``, NaNs ignored, as compiled code folds it
+    (``_fold_extreme``): a row of NaNs gives -inf."""
+    return _fold_extreme(np.fmax, x, axis, dtype, -np.inf)
 
 
 def min_ignoring_nan(x: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
-    """Smallest element along ``axis``; a NaN is ignored unless all are NaN (minNum)."""
-    return np.fmin.reduce(x, axis=axis).astype(dtype, copy=False)
+    """Smallest element along ``axis``, NaNs ignored (``_fold_extreme``): a row of
+    NaNs gives +inf."""
+    return _fold_extreme(np.fmin, x, axis, dtype, np.inf)
+
+
+def _fold_extreme(ufunc: np.ufunc, x: np.ndarray, axis: int, dtype: np.dtype,
+                  identity: float) -> np.ndarray:
+    """``ufunc.reduce`` (``np.fmax``/``np.fmin``) with the result compiled code gives
+    where the value alone does not fix it. Triton-ascend's lowering folds a row in
+    index order from the identity (-inf for max, +inf for min) with maxNum/minNum,
+    and an element equal to the running extreme replaces it (measured on rows of
+    signed zeros, NaNs of both signs and numbers, lengths 4 to 256). So:
+
+    - a row of NaNs gives the identity, never a NaN;
+    - a zero extreme has the sign of the row's last zero (NumPy keeps another one).
+
+    Integers need neither."""
+    out = np.asarray(ufunc.reduce(x, axis=axis))
+    if x.dtype.kind in "iub":
+        return out.astype(dtype, copy=False)
+    nan = np.isnan(out)
+    zero = out == 0
+    if not (nan.any() or zero.any()):
+        return out.astype(dtype, copy=False)
+    out = out.copy()
+    out[nan] = identity
+    if zero.any():
+        rows = np.moveaxis(x, axis, -1)[zero]  # (rows with a zero extreme, length)
+        last = rows.shape[-1] - 1 - np.argmax(rows[:, ::-1] == 0, axis=-1)
+        out[zero] = rows[np.arange(rows.shape[0]), last]
+    return out.astype(dtype, copy=False)

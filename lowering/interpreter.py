@@ -822,7 +822,7 @@ class Interpreter:
         """A max (min) of the operand an argmax (argmin) just folded along the same
         axis, when no row held a NaN (``op_arg_reduce`` records only such folds: a NaN
         resets the fold, ``numerics.arg_fold_and_nan``): the values it picked, without
-        a second pass. Equal to ``np.fmax.reduce`` (``fmin``) bit for bit: a nonzero
+        a second pass. Equal to ``max_ignoring_nan`` (``min_ignoring_nan``): a nonzero
         extreme has one bit pattern, and the rows whose extreme is a zero (-0.0 or
         +0.0, whichever the reduce keeps) are reduced again. None: reduce as usual."""
         fold = frame.fold

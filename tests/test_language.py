@@ -203,6 +203,59 @@ def test_maximum_minimum_signed_zeros_and_nans_compiled_cpu_bit_exact(cpu_toolch
 
 
 @dsl.jit
+def row_extremes(x, mx, mn, L: dsl.constexpr, ROWS: dsl.constexpr):
+    r = dsl.arange(0, ROWS)
+    v = dsl.load(x, r[:, None] * L + dsl.arange(0, L)[None, :])
+    dsl.store(mx, r, dsl.max(v, 1))
+    dsl.store(mn, r, dsl.min(v, 1))
+
+
+def _special_rows(dtype, length, rows=64, seed=9):
+    """Rows drawn from +0.0, -0.0, NaNs of both signs, 1 and -1; the first rows all NaN."""
+    choice = np.random.default_rng(seed).integers(0, 6, (rows, length))
+    choice[:4] = 2 + np.arange(4)[:, None] % 2
+    x = np.array([0.0, -0.0, np.nan, np.nan, 1.0, -1.0], dtype)[choice]
+    x.view(f"u{x.itemsize}")[choice == 3] |= np.array(1 << (8 * x.itemsize - 1)).astype(
+        f"u{x.itemsize}")
+    return x
+
+
+def _folded(x, largest):
+    """The fold compiled code runs: from -inf (+inf), in index order, NaNs skipped, an
+    element equal to the running extreme replacing it."""
+    out = []
+    for row in x:
+        acc = np.array(-np.inf if largest else np.inf, x.dtype)
+        for v in row:
+            if not np.isnan(v) and (v == acc or (v > acc if largest else v < acc)):
+                acc = v
+        out.append(acc)
+    return np.array(out, x.dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=["fp32", "fp16", "fp64", "bf16"])
+def test_max_min_reductions_fold_like_compiled_code(dtype):
+    """``max``/``min`` ignore NaNs; a row of NaNs gives -inf/+inf (the fold's start)
+    and a zero extreme has the sign of the row's last zero."""
+    x = _special_rows(dtype, 16)
+    mx, mn = np.zeros(64, dtype), np.zeros(64, dtype)
+    row_extremes[(1,)](x.reshape(-1), mx, mn, L=16, ROWS=64)
+    unsigned = f"u{x.itemsize}"
+    np.testing.assert_array_equal(mx.view(unsigned), _folded(x, True).view(unsigned))
+    np.testing.assert_array_equal(mn.view(unsigned), _folded(x, False).view(unsigned))
+    assert np.all(mx[:4] == -np.inf) and np.all(mn[:4] == np.inf)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=["fp32", "fp16", "fp64", "bf16"])
+@pytest.mark.parametrize("length", [4, 64])
+def test_max_min_reductions_of_zeros_and_nans_compiled_cpu_bit_exact(cpu_toolchain, dtype,
+                                                                     length):
+    x = _special_rows(dtype, length)
+    differential(row_extremes, (x.reshape(-1), np.zeros(64, dtype), np.zeros(64, dtype)),
+                 {"L": length, "ROWS": 64}, grid=(1,))
+
+
+@dsl.jit
 def hash_with_literal(x, out, n, BLOCK: dsl.constexpr):
     i = dsl.arange(0, BLOCK)
     m = i < n
