@@ -99,6 +99,12 @@ def fp32_math(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarra
     return run
 
 
+def tanh64(x: np.ndarray) -> np.ndarray:
+    """``np.tanh`` that passes a NaN operand through with its sign and payload, as
+    compiled code's tanh does (NumPy's returns its own NaN)."""
+    return np.where(np.isnan(x), x, np.tanh(x))
+
+
 _erf64 = np.frompyfunc(math.erf, 1, 1)
 
 

@@ -685,7 +685,7 @@ _ELEMENTWISE = [
     _ew("sigmoid", Elementwise("sigmoid", "tl.sigmoid({0})", _FLOAT, "same", nm.sigmoid,
                                fp32_math=True), "1 / (1 + exp(-x)) in fp32"),
     _ew("tanh", Elementwise("tanh", "libdevice.tanh({0})", _FLOAT, "same",
-                            nm.fp32_math(np.tanh), fp32_math=True), "tanh at fp32 precision"),
+                            nm.fp32_math(nm.tanh64), fp32_math=True), "tanh at fp32 precision"),
     _ew("exp2", Elementwise("exp2", "tl.exp2({0})", _FLOAT, "same", nm.fp32_math(np.exp2),
                             fp32_math=True), "2**x at fp32 precision"),
     _ew("log2", Elementwise("log2", "tl.log2({0})", _FLOAT, "same", nm.fp32_math(np.log2),

@@ -371,6 +371,24 @@ def test_unary_math_compiled_cpu_bit_exact(cpu_toolchain, name):
                  grid=(1,))
 
 
+def _nan_payload_input(name, dtype):
+    """The math input with NaNs of both signs and with payloads."""
+    x = _math_input(name, dtype)
+    unsigned = f"u{x.itemsize}"
+    x.view(unsigned)[[4, 6, 7]] = [0xffc12345, 0x7fc12345, 0xffc00000] \
+        if dtype == np.float32 else [0xfe12, 0x7e34, 0xfe00]
+    return x
+
+
+@pytest.mark.parametrize("name", sorted(UNARY_MATH))
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["fp32", "fp16"])
+def test_unary_math_passes_a_nan_through_as_compiled_code(cpu_toolchain, name, dtype):
+    """A NaN operand comes out with its sign and payload in both modes (NumPy's tanh
+    made its own NaN)."""
+    x = _nan_payload_input(name, dtype)
+    differential(UNARY_KERNELS[name], (x, np.zeros(N, dtype), N), {"BLOCK": BLOCK}, grid=(1,))
+
+
 @dsl.jit
 def multi_math(x, y, z, out_pow, out_fma, out_div, out_clamp, n, BLOCK: dsl.constexpr):
     i = dsl.arange(0, BLOCK)
