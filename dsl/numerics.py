@@ -208,14 +208,20 @@ def umulhi(a: np.ndarray, b: np.ndarray, *, dtype: DType) -> np.ndarray:
     return np.right_shift(product, 32).astype(dtype.np)
 
 
+def triton_minus(x: np.ndarray) -> np.ndarray:
+    """Triton's unary minus, ``0 - x`` (``semantic.minus``), not a sign flip: the two
+    differ for floats at +0.0 (``0 - 0.0`` is +0.0) and on a NaN's sign bit (a
+    subtraction passes its NaN operand through). Compiled code computes the same."""
+    return np.subtract(np.zeros((), x.dtype), x)
+
+
 def sigmoid(x: np.ndarray, *, dtype: DType) -> np.ndarray:
     """1 / (1 + exp(-x)) in fp32 arithmetic with the fp32 exp above (Triton's
     definition of sigmoid), rounded to the operand type."""
     if dtype.bits == 64:
-        return 1.0 / (1.0 + np.exp(np.subtract(0.0, x)))
+        return 1.0 / (1.0 + np.exp(triton_minus(x)))
     x32 = x.astype(np.float32)
-    # Triton's -x is 0 - x: it keeps a NaN's sign, where a negation would flip it
-    e = np.exp(np.subtract(np.float32(0), x32).astype(np.float64)).astype(np.float32)
+    e = np.exp(triton_minus(x32).astype(np.float64)).astype(np.float32)
     one = np.float32(1)
     result = one / (one + e)
     return result if dtype.bits == 32 else result.astype(dtype.np)

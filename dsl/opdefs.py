@@ -600,13 +600,6 @@ def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
     return lambda a, *, dtype: fn(a)
 
 
-def _negate(a: np.ndarray, *, dtype: DType) -> np.ndarray:
-    """Triton's unary minus, ``0 - x`` (``semantic.minus``), not a sign flip: the two
-    differ for floats at +0.0 (``0 - 0.0`` is +0.0) and on a NaN's sign bit (a
-    subtraction passes its NaN operand through). Compiled code computes the same."""
-    return np.subtract(np.zeros((), a.dtype), a)
-
-
 def _mod(a: np.ndarray, b: np.ndarray, *, dtype: DType) -> np.ndarray:
     return np.fmod(a, b) if dtype.is_float else nm.c_mod(a, b)
 
@@ -667,7 +660,7 @@ _ELEMENTWISE = [
     _ew("minimum", Elementwise("minimum", "tl.minimum({0}, {1})", _NUM, "same",
                                nm.minimum_number),
         "IEEE minNum; the same choices as maximum"),
-    _ew("neg", Elementwise("-", "-{0}", ("float", "int"), "same", _negate),
+    _ew("neg", Elementwise("-", "-{0}", ("float", "int"), "same", _unary(nm.triton_minus)),
         "-x, computed as 0 - x (Triton's unary minus): -(+0.0) is +0.0, a NaN keeps its sign"),
     _ew("invert", Elementwise("~", "~{0}", _INT, "same", _invert),
         "bitwise not; logical not on int1"),

@@ -85,9 +85,10 @@ class NpuToCpuMode(TorchFunctionMode):
         if func is torch.Tensor.to and len(args) > 1 and _is_npu(args[1]):
             args = (args[0], _CPU, *args[2:])
         kwargs = kwargs or {}
-        if func in host_rules.RULES:
-            emulated, result = host_rules.apply(func, args, kwargs)
-            if emulated:
+        rule = host_rules.RULES.get(func)
+        if rule is not None:
+            result = rule(func, args, kwargs)
+            if result is not host_rules.UNCHANGED:
                 return result
         return func(*args, **kwargs)
 

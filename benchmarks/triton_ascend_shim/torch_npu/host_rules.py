@@ -4,7 +4,8 @@ triton-ascend's tests build their data and references with torch on the NPU. A f
 those host calls are refused by torch's CPU kernels, although the NPU's accept them.
 Such a test then fails on the CPU before or after its kernel runs, and our kernel is
 never checked. This module owns the short list of those calls that have one obvious
-meaning. ``NpuToCpuMode`` (in ``__init__``) asks ``apply`` before each torch call.
+meaning. ``NpuToCpuMode`` (in ``__init__``) runs the rule ``RULES`` holds for a torch
+call, if any, before the call.
 
 Each rule is narrow. It fires only where torch on the CPU raises, and leaves every call
 torch accepts untouched:
@@ -138,12 +139,3 @@ RULES: dict[Any, Rule] = {
     **dict.fromkeys(_FLOOR_DIVISIONS | _DIVISIONS, _bool_floor_division),
     **dict.fromkeys(_VALUE_POSITION, _integer_scalar_wrap),
 }
-
-
-def apply(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bool, Any]:
-    """``(True, result)`` when a rule ran ``func`` its own way, else ``(False, None)``."""
-    rule = RULES.get(func)
-    if rule is None:
-        return False, None
-    result = rule(func, args, kwargs)
-    return (False, None) if result is UNCHANGED else (True, result)
