@@ -43,12 +43,14 @@ from dsl.frontend import (
     TensorSpec,
     build_ir,
 )
+from dsl.hot_launch import HotLauncher, hot_launcher
 from dsl.ir import Function, Param
 from dsl.language import SUB_VECTOR_BLOCKS
 from dsl.launch_cache import (
     RECIPES_PER_KERNEL,
     CallShape,
     LaunchRecipe,
+    Replay,
     build_recipe,
     call_key,
     call_shape,
@@ -145,6 +147,15 @@ def _next_pow2(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length()
 
 
+@dataclass
+class ExactEntry:
+    """What a kernel remembers of one exact call key (``exact_call_key``): the replay
+    it ran, and its hot launcher once the key repeats (False: the key gets none)."""
+
+    replay: Replay
+    hot: HotLauncher | None | bool = None
+
+
 class JITFunction(InlinableKernel):
     """A kernel written in the DSL. Call it, or index it with a grid first."""
 
@@ -155,7 +166,9 @@ class JITFunction(InlinableKernel):
         self._cache: dict[tuple, Function] = {}
         self._recipes: dict[tuple, LaunchRecipe] = {}  # dsl.launch_cache
         # exact_call_key -> the replay a call with that key ran (the hot path)
-        self._exact_replays: dict[tuple, Callable[[tuple[Any, ...]], bool]] = {}
+        self._exact_replays: dict[tuple, ExactEntry] = {}
+        # the hot launcher of the last exact key that repeated (dsl.hot_launch)
+        self._hot: Callable[[tuple[Any, ...], dict[str, Any], Any], bool] | None = None
         self._call_shapes: dict[tuple, CallShape | None] = {}
         functools.update_wrapper(self, fn)
 
@@ -167,7 +180,11 @@ class JITFunction(InlinableKernel):
         return f"<dsl.jit kernel {self.name}>"
 
     def __getitem__(self, grid: Grid) -> Callable[..., None]:
-        return lambda *args, **kwargs: self._launch(args, kwargs, grid)
+        def launch(*args: Any, **kwargs: Any) -> None:
+            hot = self._hot  # (dsl.hot_launch) tried here: one call less per launch
+            if hot is None or not hot(args, kwargs, grid):
+                self._launch(args, kwargs, grid, hot_tried=True)
+        return launch
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         self._launch(args, kwargs, None)
@@ -309,19 +326,29 @@ class JITFunction(InlinableKernel):
     # -- launch
 
     def _launch(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Grid | None,
-                backend: str | None = None, options: Options | None = None) -> None:
+                backend: str | None = None, options: Options | None = None,
+                hot_tried: bool = False) -> None:
+        hot = self._hot
+        if hot is not None and not hot_tried and backend is None and options is None \
+                and hot(args, kwargs, grid):
+            return  # the call fits the kernel's hot launcher (dsl.hot_launch)
         exact = None
         if backend is None and options is None and _PLANS.get() is None:
-            # the hot path: a call whose exact key ran a replay before runs it again
+            # a call whose exact key ran a replay before runs it again
             options = Options.from_env()
             exact = exact_call_key(args, kwargs, grid)
             if exact is not None:
                 exact = (exact, options)
                 try:
-                    replay = self._exact_replays.get(exact)
+                    entry = self._exact_replays.get(exact)
                 except TypeError:  # an unhashable grid element
-                    replay = exact = None
-                if replay is not None and replay((*args, *kwargs.values())):
+                    entry = exact = None
+                if entry is not None and entry.replay((*args, *kwargs.values())):
+                    if entry.hot is None:  # the key repeated: it gets a hot launcher
+                        entry.hot = hot_launcher(entry.replay, args, kwargs, grid,
+                                                 _PLANS.get) or False
+                    if entry.hot:
+                        self._hot = entry.hot.run
                     return
         options = options or Options.from_env()
         if backend is not None:
@@ -341,7 +368,7 @@ class JITFunction(InlinableKernel):
                     if exact is not None:  # the next call with this exact key: one lookup
                         if len(self._exact_replays) >= RECIPES_PER_KERNEL:
                             self._exact_replays.pop(next(iter(self._exact_replays)))
-                        self._exact_replays[exact] = replay
+                        self._exact_replays[exact] = ExactEntry(replay)
                     return  # replayed the executor's plan for this key and scalars
                 executor = recipe.executor  # the options are part of the key
                 launch = recipe.prepare(self, values, grid)

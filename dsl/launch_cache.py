@@ -29,7 +29,6 @@ from __future__ import annotations
 import inspect
 import itertools
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -210,6 +209,47 @@ class TensorRecipe:
 
 
 @dataclass(frozen=True)
+class Replay:
+    """A launch of one recipe and replay key, run straight from a call's values
+    (``LaunchRecipe.direct``): the plan and what to pick from the call for it."""
+
+    plan: Any  # a lowering.plan.Plan
+    tensors: tuple[TensorRecipe, ...]  # the recipe's
+    sources: tuple[tuple[int, TensorRecipe | None], ...]
+    picks: tuple[int, ...]  # the tensor of each plan buffer, by index in ``tensors``
+    reaches: tuple[tuple[int, int], ...]
+    pairs: tuple[tuple[int, int], ...]
+    scalars: tuple[tuple[int, Any], ...]
+    written_torch: tuple[int, ...]  # positions of the stored torch tensors
+
+    def scalar_values(self, values: tuple[Any, ...]) -> list[Any]:
+        """The plan's scalar arguments for a call's values."""
+        return [convert(values[position]) if position >= 0 else convert
+                for position, convert in self.scalars]
+
+    def __call__(self, values: tuple[Any, ...]) -> bool:
+        """Run the plan for a call's positional then keyword values; False (nothing
+        run) when the call needs the full path (see ``LaunchRecipe.direct``)."""
+        buffers = [values[p] if t is None else t.buffer_of(values[p])
+                   for p, t in self.sources]
+        for i, end in self.reaches:
+            if buffers[i].shape[0] < end:
+                return False
+        sources = self.sources
+        for s, i in self.pairs:
+            a, b = values[sources[s][0]], values[sources[i][0]]
+            if type(a) is np.ndarray and type(b) is np.ndarray and a is not b \
+                    and a.base is None and b.base is None:
+                continue  # two arrays that each own their memory
+            if np.may_share_memory(buffers[s], buffers[i]):
+                return False
+        self.plan.run(self.scalar_values(values), [buffers[i] for i in self.picks])
+        for position in self.written_torch:  # autograd sees the writes
+            mark_written(values[position])
+        return True
+
+
+@dataclass(frozen=True)
 class LaunchRecipe:
     """A launch's host side for one call key (see the module doc)."""
 
@@ -228,7 +268,7 @@ class LaunchRecipe:
     scalars: tuple[tuple[int, Any], ...]
     # replay_key -> a call that runs a launch with that key straight from the call's
     # values (``direct``), or None when the executor offered none for it
-    replays: dict[tuple, Callable[[tuple[Any, ...]], bool] | None] = \
+    replays: dict[tuple, Replay | None] = \
         field(default_factory=dict, compare=False, hash=False)
 
     def replay_key(self, values: tuple[Any, ...], grid: Any, kernel: Any) -> tuple:
@@ -241,7 +281,7 @@ class LaunchRecipe:
         return (grid3, *[value if type(value := values[position]) is int
                          else convert(value).tobytes() for position, convert in self.scalars])
 
-    def direct(self, plan: Any) -> Callable[[tuple[Any, ...]], bool] | None:
+    def direct(self, plan: Any) -> Replay | None:
         """A call that runs a launch of this recipe from the call's values with
         ``plan.run(scalars, buffers)`` (a ``lowering.plan.Plan``, whose ``params`` and
         ``tensors`` name positions in ``function.params``). The call returns False,
@@ -255,42 +295,27 @@ class LaunchRecipe:
             return None
         tensors = self.tensors
         by_name = {t.name: i for i, t in enumerate(tensors)}
-        picks = [by_name[self.runtime[position][1]] for position in plan.tensors]
         stored = [i for i, t in enumerate(tensors) if t.stored]
-        # (position among the call's values, NumPy type), or (-1, value) for a hidden
-        # layout parameter, which the key fixes
-        scalars = [(entry[1], entry[2]) if entry[0] == "scalar" else (-1, entry[1])
-                   for entry in entries]
-        written_torch = [t.position for t in self.written_torch]
-        # (index among the tensors, elements the plan's accesses need) per pointer tensor
-        reaches = [(pick, end) for pick, end in zip(picks, plan.ends)
-                   if tensors[pick].through_pointers]
-
-        # per tensor: (position, None) when its buffer is the argument itself (a
-        # C-contiguous 1-D NumPy array), else (position, its recipe)
-        sources = [(t.position, None if t.contiguous_array and not t.through_pointers
-                    and len(t.shape) == 1 else t) for t in tensors]
-        # (stored, other) pairs of tensor indices whose memory must not be shared
-        pairs = [(s, i) for s in stored for i in range(len(tensors)) if i != s]
-
-        def replay(values: tuple[Any, ...]) -> bool:
-            buffers = [values[p] if t is None else t.buffer_of(values[p]) for p, t in sources]
-            for i, end in reaches:
-                if buffers[i].shape[0] < end:
-                    return False
-            for s, i in pairs:
-                a, b = values[sources[s][0]], values[sources[i][0]]
-                if type(a) is np.ndarray and type(b) is np.ndarray and a is not b \
-                        and a.base is None and b.base is None:
-                    continue  # two arrays that each own their memory
-                if np.may_share_memory(buffers[s], buffers[i]):
-                    return False
-            plan.run([convert(values[position]) if position >= 0 else convert
-                      for position, convert in scalars], [buffers[i] for i in picks])
-            for position in written_torch:  # autograd sees the writes
-                mark_written(values[position])
-            return True
-        return replay
+        return Replay(
+            plan=plan,
+            tensors=tensors,
+            # per tensor: (position, None) when its buffer is the argument itself (a
+            # C-contiguous 1-D NumPy array), else (position, its recipe)
+            sources=tuple((t.position, None if t.contiguous_array and not t.through_pointers
+                           and len(t.shape) == 1 else t) for t in tensors),
+            picks=tuple(by_name[self.runtime[position][1]] for position in plan.tensors),
+            # (index among the tensors, elements the plan's accesses need) per pointer
+            # tensor
+            reaches=tuple((by_name[self.runtime[position][1]], end)
+                          for position, end in zip(plan.tensors, plan.ends)
+                          if tensors[by_name[self.runtime[position][1]]].through_pointers),
+            # (stored, other) pairs of tensor indices whose memory must not be shared
+            pairs=tuple((s, i) for s in stored for i in range(len(tensors)) if i != s),
+            # (position among the call's values, NumPy type), or (-1, value) for a
+            # hidden layout parameter, which the key fixes
+            scalars=tuple((entry[1], entry[2]) if entry[0] == "scalar" else (-1, entry[1])
+                          for entry in entries),
+            written_torch=tuple(t.position for t in self.written_torch))
 
     def prepare(self, kernel: Any, values: tuple[Any, ...], grid: Any) -> Launch:
         """The ``Launch`` of a call with this recipe's key, from the call's positional

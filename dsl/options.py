@@ -168,6 +168,27 @@ _FROM_ENV: dict[tuple[Any, ...], Options] = {}
 _ENCODED = tuple(name.encode() for name in ENVIRONMENT)
 
 
+def environment_changed_test() -> tuple[str, dict[str, Any]] | None:
+    """For generated code (``dsl.hot_launch``): a Python condition that is true once
+    the environment may give other options than it gives now, and the globals it
+    uses (named ``ENV_*``); None where ``os.environ`` has no underlying bytes
+    mapping. A variable set again to the value it had fails the condition too (the
+    test is by identity, ~0.1 us for all of them): a caller then reads the options."""
+    data = getattr(os.environ, "_data", None)
+    if not isinstance(data, dict) or os.name != "posix":
+        return None
+    names: dict[str, Any] = {"ENV_OS": os, "ENV_ENVIRON": os.environ, "ENV_DATA": data}
+    tests = ["ENV_OS.environ is not ENV_ENVIRON"]
+    for i, name in enumerate(_ENCODED):
+        value = data.get(name)
+        if value is None:
+            tests.append(f"{name!r} in ENV_DATA")
+        else:
+            names[f"ENV_{i}"] = value
+            tests.append(f"ENV_DATA.get({name!r}) is not ENV_{i}")
+    return " or ".join(tests), names
+
+
 def _environment_values(env: Mapping[str, str]) -> tuple[Any, ...]:
     """The values of the ``ENVIRONMENT`` variables, as a key. ``os.environ`` is read
     through its underlying bytes mapping when CPython has one: each ``os.environ.get``

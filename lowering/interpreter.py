@@ -1385,7 +1385,9 @@ def execute(launch: Launch, options: Options) -> None:
     record = key is not None and key not in facts.plans and interpreter.independent
     if record:
         assert facts.flat is not None
-        interpreter.recorder = Recorder(facts.flat)
+        through = launch.function.tensors_through_pointers()
+        interpreter.recorder = Recorder(facts.flat, {
+            name: t.buffer.shape[0] for name, t in launch.tensors.items() if name not in through})
     interpreter.run()
     if record and interpreter.recorder is not None and not interpreter.race_by_value:
         if len(facts.plans) >= PROOFS_PER_KERNEL:

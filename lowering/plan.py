@@ -145,8 +145,12 @@ def _inputs(op: Op) -> list[Value]:
 class Recorder:
     """Captures, during one interpreted launch, what ``build`` needs (module doc)."""
 
-    def __init__(self, form: FlatForm) -> None:
+    def __init__(self, form: FlatForm, whole: dict[str, int] | None = None) -> None:
         self.form = form
+        # tensor -> its buffer's length, for the tensors whose buffers have that
+        # length in every launch the plan may run (not pointer-addressed): a run
+        # covering all of one is the buffer itself, not a slice of it
+        self.whole = whole or {}
         self.wanted = {id(op) for op in form.ops}
         self.seen: dict[int, int] = {}
         self.values: dict[int, np.ndarray] = {}  # captured operand values by uid
@@ -220,6 +224,8 @@ class _Source:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.text = ""  # the whole function, once ``function`` compiled it
+        self.setup: list[str] = []  # its scalar registers' lines, likewise
+        self.namespace: dict[str, Any] = {}  # its globals, likewise
         self.names: dict[str, Any] = {"ignore_fp_errors": ignore_fp_errors,
                                       "asarray": np.asarray, "empty": np.empty,
                                       "cast_array": cast_array}
@@ -235,25 +241,35 @@ class _Source:
     def function(self, params: list[tuple[int, str]], tensors: int) -> Callable[..., None]:
         """The compiled function ``plan(scalars, buffers)``; ``params`` gives each
         scalar's register and the name of its bound dtype."""
+        self.setup = []
+        if params:
+            self.setup.append(f"{''.join(f's{i}, ' for i in range(len(params)))}= scalars")
+            self.setup += [f"r{reg} = asarray([s{i}], {dtype})"
+                           for i, (reg, dtype) in enumerate(params)]
+        self.namespace = dict(self.names)
+        if FP_IGNORE_HOOKS is not None:
+            self.namespace["fp_set"], self.namespace["fp_reset"], \
+                self.namespace["fp_ignore"] = FP_IGNORE_HOOKS
         head = ["def plan(scalars, buffers):"]
         if tensors:
             head.append(f"    {''.join(f'b{t}, ' for t in range(tensors))}= buffers")
-        if params:
-            head.append(f"    {''.join(f's{i}, ' for i in range(len(params)))}= scalars")
-            head += [f"    r{reg} = asarray([s{i}], {dtype})"
-                     for i, (reg, dtype) in enumerate(params)]
-        body = [f"        {line}" for line in self.lines] or ["        pass"]
-        namespace = dict(self.names)
-        if FP_IGNORE_HOOKS is None:  # pragma: no cover - NumPy < 2
-            head.append("    with ignore_fp_errors():")
-        else:  # the same state as ``ignore_fp_errors``, set without its method calls
-            namespace["fp_set"], namespace["fp_reset"], namespace["fp_ignore"] = \
-                FP_IGNORE_HOOKS
-            head += ["    token = fp_set(fp_ignore)", "    try:"]
-            body += ["    finally:", "        fp_reset(token)"]
-        self.text = "\n".join(head + body) + "\n"
+        self.text = "\n".join(head + plan_lines(self.setup, self.lines)) + "\n"
+        namespace = dict(self.namespace)
         exec(compile(self.text, "<launch plan>", "exec"), namespace)
         return namespace["plan"]
+
+
+def plan_lines(setup: list[str], body: list[str], indent: str = "    ") -> list[str]:
+    """A plan's statements inside a function whose locals ``b0``, ``b1``, ... hold its
+    buffers and ``scalars`` its scalars: ``setup`` (the scalar registers), then
+    ``body`` (the data ops) with floating-point errors ignored, as
+    ``ignore_fp_errors`` does (the same state, set without its method calls)."""
+    lines = [f"{indent}{line}" for line in setup]
+    inner = [f"{indent}    {line}" for line in body] or [f"{indent}    pass"]
+    if FP_IGNORE_HOOKS is None:  # pragma: no cover - NumPy < 2
+        return [*lines, f"{indent}with ignore_fp_errors():", *inner]
+    return [*lines, f"{indent}token = fp_set(fp_ignore)", f"{indent}try:", *inner,
+            f"{indent}finally:", f"{indent}    fp_reset(token)"]
 
 
 @dataclass
@@ -264,9 +280,21 @@ class Plan:
 
     source: str  # the generated function, for reading and debugging
     function: Callable[[list[Any], list[np.ndarray]], None]
+    # the function's pieces, for a caller that generates code around them
+    # (``dsl.hot_launch``, through ``statements``): ``plan_lines(setup, body)`` in
+    # ``namespace``
+    setup: tuple[str, ...]
+    body: tuple[str, ...]
+    namespace: dict[str, Any]
     params: list[tuple[int, int]]  # (register, position in launch.args)
     tensors: list[int]  # positions in launch.args of the tensors, by plan tensor index
     ends: list[int]  # per plan tensor: one past the last element its accesses touch
+
+    def statements(self) -> list[str]:
+        """The function's statements, indented for a function body: run where the
+        locals ``b0``, ``b1``, ... hold the buffers and ``scalars`` the scalars, with
+        ``namespace``'s names as globals."""
+        return plan_lines(list(self.setup), list(self.body))
 
     def execute(self, launch: Launch) -> None:
         """Replay the plan on a prepared launch."""
@@ -279,6 +307,13 @@ class Plan:
         that order, converted to their NumPy types) and ``buffers`` (the flat kernel
         buffers of the tensors ``tensors`` names, in that order)."""
         self.function(scalars, buffers)
+
+
+def _run(tensor: int, lo: int, count: int, whole: int | None) -> str:
+    """Elements ``lo`` to ``lo + count`` of plan tensor ``tensor``'s buffer, as an
+    expression: the buffer itself when that is all of it (``whole``, its length in
+    every launch of the plan, or None when that varies)."""
+    return f"b{tensor}" if lo == 0 and count == whole else f"b{tensor}[{lo}:{lo + count}]"
 
 
 def _compile(form: FlatForm, rec: Recorder, rows: int, block: int) -> Plan | None:
@@ -348,12 +383,13 @@ def _compile(form: FlatForm, rec: Recorder, rows: int, block: int) -> Plan | Non
             lo, count = run
             t = tensor_index[name]
             ends[t] = max(ends.get(t, 0), lo + max(count, 1))
+            whole = rec.whole.get(name)
             if _is_store(op):
                 if previous is not None and previous[0] == ins[0] and count == total \
                         and uses[op.value.uid] == 1 and ins[0] not in uniform:
                     # NumPy's ufuncs handle overlap of ``out`` with their inputs, so
                     # this equals computing the value and then copying it in
-                    src.lines[previous[1]] = f"{previous[2][:-1]}, out=b{t}[{lo}:{lo + count}])"
+                    src.lines[previous[1]] = f"{previous[2][:-1]}, out={_run(t, lo, count, whole)})"
                     continue
                 value = f"r{ins[0]}[0]" if ins[0] in uniform else f"r{ins[0]}[:{count}]"
                 src.line(f"b{t}[{lo}:{lo + count}] = {value}")
@@ -365,7 +401,7 @@ def _compile(form: FlatForm, rec: Recorder, rows: int, block: int) -> Plan | Non
                 uniform.add(out)
                 continue
             if count >= total:
-                src.line(f"r{out} = b{t}[{lo}:{lo + total}]")
+                src.line(f"r{out} = {_run(t, lo, total, whole)}")
                 continue
             fill = None
             if ins:
@@ -393,7 +429,8 @@ def _compile(form: FlatForm, rec: Recorder, rows: int, block: int) -> Plan | Non
             last_call = (out, len(src.lines) - 1, call)
     function = src.function([(reg, src.bind(dtypes[reg], "d")) for reg, _ in params],
                             len(tensor_positions))
-    return Plan(src.text, function, params, tensor_positions,
+    return Plan(src.text, function, tuple(src.setup), tuple(src.lines), src.namespace, params,
+                tensor_positions,
                 [ends[t] for t in range(len(tensor_positions))])
 
 

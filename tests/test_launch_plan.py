@@ -4,6 +4,8 @@ interpreter run gives, and keep every check of the full path."""
 
 from __future__ import annotations
 
+import importlib
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -74,9 +76,40 @@ def _count_calls(monkeypatch, owner: type, name: str) -> dict[str, int]:
 
 @pytest.fixture
 def replays(monkeypatch):
-    """Counts plan replays (a replay from a recipe and one from a Launch both run
-    ``Plan.run``)."""
-    return _count_calls(monkeypatch, plan.Plan, "run")
+    """Counts plan replays: a replay from a recipe and one from a Launch both run
+    ``Plan.run``; a hot launcher (``dsl.hot_launch``) runs the plan's statements
+    inline, and is counted when it ran them."""
+    jit_module = importlib.import_module("dsl.jit")  # (``dsl.jit`` is the decorator)
+
+    count = _count_calls(monkeypatch, plan.Plan, "run")
+    _count_hot_runs(monkeypatch, jit_module, count)
+    return count
+
+
+@pytest.fixture
+def hot_runs(monkeypatch):
+    """Counts only the calls a hot launcher ran."""
+    return _count_hot_runs(monkeypatch, importlib.import_module("dsl.jit"), {"n": 0})
+
+
+def _count_hot_runs(monkeypatch, jit_module, count: dict[str, int]) -> dict[str, int]:
+    from dsl.hot_launch import HotLauncher
+
+    make = jit_module.hot_launcher
+
+    def counted_launcher(*args, **kwargs):
+        launcher = make(*args, **kwargs)
+        if launcher is None:
+            return None
+
+        def run(*call):
+            ran = launcher.run(*call)
+            count["n"] += ran
+            return ran
+        return HotLauncher(launcher.source, run)
+
+    monkeypatch.setattr(jit_module, "hot_launcher", counted_launcher)
+    return count
 
 
 @pytest.fixture
@@ -89,7 +122,9 @@ def prepares(monkeypatch):
 
 def _fresh(kernel, args, kwargs, grid):
     """What a plain interpreter run (no recipe, no plan) writes for these arguments."""
-    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    memo: dict[int, np.ndarray] = {}  # one copy per array: an alias stays an alias
+    copies = [memo.setdefault(id(a), a.copy()) if isinstance(a, np.ndarray) else a
+              for a in args]
     launch = kernel.prepare(tuple(copies), kwargs, grid)
     interpreter.Interpreter(launch, Options()).run()
     return copies
@@ -340,4 +375,145 @@ def test_a_plan_computes_a_stored_value_straight_into_its_run_only_when_nothing_
     plans = [p for p in interpreter._facts(fn).plans.values() if p is not None]
     assert len(plans) == 1
     source = plans[0].source
-    assert source.count("out=") == 1 and "out=b2[" in source, source
+    assert source.count("out=") == 1 and "out=b2)" in source, source
+    assert "r1 = b0\n" in source, "a run that is all of its buffer is the buffer itself"
+
+
+def test_a_plan_slices_a_run_that_is_part_of_its_buffer():
+    @dsl.jit
+    def head_plus_one(x, out, n, BLOCK: dsl.constexpr):
+        for start in dsl.tile_range(0, n, BLOCK):
+            idx = start + dsl.arange(0, BLOCK)
+            dsl.store(out, idx, dsl.load(x, idx, idx < n) + 1.0, idx < n)
+
+    x = np.linspace(0, 1, 300, dtype=np.float32)
+    for _ in range(3):
+        out = np.full(300, -1.0, np.float32)
+        head_plus_one[(1,)](x, out, 200, BLOCK=64)
+        np.testing.assert_array_equal(out[:200], x[:200] + np.float32(1))
+        assert np.all(out[200:] == -1.0)
+    fn = next(iter(head_plus_one._cache.values()))
+    plans = [p for p in interpreter._facts(fn).plans.values() if p is not None]
+    assert len(plans) == 1
+    assert "b0[0:200]" in plans[0].source and "out=b1[0:200]" in plans[0].source, \
+        plans[0].source
+
+
+# ----------------------------------------------------------------------------- hot launchers
+
+
+def _scale(x, out, n, s, BLOCK: dsl.constexpr):
+    for start in dsl.tile_range(0, n, BLOCK):
+        idx = start + dsl.arange(0, BLOCK)
+        dsl.store(out, idx, dsl.load(x, idx, idx < n) * s, idx < n)
+
+
+def _hot_scale_kernel():
+    """A new kernel whose call has been repeated until it has a hot launcher."""
+    kernel = dsl.jit(_scale)
+    x = np.linspace(-1, 1, 300, dtype=np.float32)
+    for _ in range(3):
+        out = np.empty(300, np.float32)
+        kernel[(2,)](x, out, 300, 0.5, BLOCK=128)
+    assert kernel._hot is not None, "the key repeated: it has a hot launcher"
+    return kernel, x
+
+
+def test_a_hot_launcher_runs_a_repeated_call_without_building_its_key(monkeypatch, hot_runs):
+    """The hot launcher compares the call with the key itself: no ``exact_call_key``,
+    no recipe; the plan's statements run inline, bit for bit as a fresh run."""
+    kernel, x = _hot_scale_kernel()
+    jit_module = importlib.import_module("dsl.jit")
+    keys = {"n": 0}
+    original = jit_module.exact_call_key
+    monkeypatch.setattr(jit_module, "exact_call_key",
+                        lambda *a: keys.__setitem__("n", keys["n"] + 1) or original(*a))
+    before = hot_runs["n"]
+    for _ in range(3):
+        out = np.empty(300, np.float32)
+        kernel[(2,)](x, out, 300, 0.5, BLOCK=128)
+        np.testing.assert_array_equal(out, _fresh(kernel, (x, out, 300, 0.5),
+                                                  {"BLOCK": 128}, (2,))[1])
+    assert keys["n"] == 0 and hot_runs["n"] == before + 3
+
+
+HOT_MISSES = {
+    "another float": lambda x, out: ((x, out, 300, 0.25), {"BLOCK": 128}, (2,)),
+    "a float's sign": lambda x, out: ((x, out, 300, -0.0), {"BLOCK": 128}, (2,)),
+    "another int": lambda x, out: ((x, out, 299, 0.5), {"BLOCK": 128}, (2,)),
+    "an int for a float": lambda x, out: ((x, out, 300, 1), {"BLOCK": 128}, (2,)),
+    "another grid": lambda x, out: ((x, out, 300, 0.5), {"BLOCK": 128}, (1,)),
+    "another constexpr": lambda x, out: ((x, out, 300, 0.5), {"BLOCK": 64}, (2,)),
+    "a keyword given by position": lambda x, out: ((x, out, 300, 0.5, 128), {}, (2,)),
+    "another dtype": lambda x, out: ((x.astype(np.float16), out, 300, 0.5), {"BLOCK": 128},
+                                     (2,)),
+    "another shape": lambda x, out: ((np.append(x, 7.0).astype(np.float32), out, 300, 0.5),
+                                     {"BLOCK": 128}, (2,)),
+    "other strides": lambda x, out: ((np.repeat(x, 2)[::2], out, 300, 0.5), {"BLOCK": 128},
+                                     (2,)),
+    "an output that is an input": lambda x, out: ((out, out, 300, 0.5), {"BLOCK": 128}, (2,)),
+}
+
+
+@pytest.mark.parametrize("change", HOT_MISSES)
+def test_a_call_that_differs_from_the_hot_key_misses_it_and_stays_right(change, hot_runs):
+    """Each part of the key the launcher compares: a call that differs in it is not
+    run by the hot launcher, and gives what a fresh interpreter run gives."""
+    kernel, x = _hot_scale_kernel()
+    out = np.linspace(2, 3, 300, dtype=np.float32)
+    args, kwargs, grid = HOT_MISSES[change](x, out)
+    want = _fresh(kernel, args, kwargs, grid)
+    before = hot_runs["n"]
+    kernel[grid](*args, **kwargs)
+    assert hot_runs["n"] == before, "the hot launcher did not run this call"
+    for got, expected in zip(args, want):
+        if isinstance(got, np.ndarray):
+            np.testing.assert_array_equal(np.ascontiguousarray(got).view(np.uint8),
+                                          np.ascontiguousarray(expected).view(np.uint8))
+    out = np.empty(300, np.float32)
+    kernel[(2,)](x, out, 300, 0.5, BLOCK=128)  # the hot key again
+    assert hot_runs["n"] == before + 1
+    np.testing.assert_array_equal(out, x * np.float32(0.5))
+
+
+def test_a_hot_launcher_still_sees_planning_read_only_outputs_and_the_environment(
+        monkeypatch, hot_runs):
+    from dsl.jit import planning
+
+    kernel, x = _hot_scale_kernel()
+    out = np.full(300, 7.0, np.float32)
+    with planning() as plans:  # recorded, not run
+        kernel[(2,)](x, out, 300, 0.5, BLOCK=128)
+    assert len(plans) == 1 and np.all(out == 7.0)
+    out.flags.writeable = False
+    with pytest.raises(dsl.DSLLaunchError, match="read-only"):
+        kernel[(2,)](x, out, 300, 0.5, BLOCK=128)
+    monkeypatch.setenv("DSL_BACKEND", "no-such-backend")
+    with pytest.raises(UnknownBackendError, match="no-such-backend"):
+        kernel[(2,)](x, np.empty(300, np.float32), 300, 0.5, BLOCK=128)
+    assert hot_runs["n"] == 0
+
+
+def test_keys_with_a_nan_or_a_torch_tensor_get_no_hot_launcher(torch):
+    kernel = dsl.jit(_scale)
+    x = np.linspace(-1, 1, 64, dtype=np.float32)
+    for _ in range(4):
+        out = np.empty(64, np.float32)
+        kernel[(1,)](x, out, 64, float("nan"), BLOCK=64)
+        assert np.isnan(out).all()
+    tx = torch.linspace(-1, 1, 64)
+    for _ in range(4):
+        tout = torch.empty(64)
+        kernel[(1,)](tx, tout, 64, 2.0, BLOCK=64)
+        assert torch.equal(tout, tx * 2)
+    assert kernel._hot is None
+
+
+def test_a_hot_launcher_tells_a_zero_from_a_negative_zero(hot_runs):
+    kernel = dsl.jit(_scale)
+    x = np.linspace(-1, 1, 64, dtype=np.float32)
+    for s in (0.0, 0.0, 0.0, -0.0, 0.0):
+        out = np.empty(64, np.float32)
+        kernel[(1,)](x, out, 64, s, BLOCK=64)
+        np.testing.assert_array_equal(out.view(np.uint32), (x * np.float32(s)).view(np.uint32))
+    assert hot_runs["n"] == 1, "the third 0.0 made the launcher; -0.0 missed it; 0.0 ran it"
