@@ -309,6 +309,7 @@ def test_pointer_kernels_replay_and_still_check_the_memory_a_call_brings(prepare
         np.testing.assert_array_equal(out, big[32:96])
     assert replays["n"] >= 2 and prepares["n"] <= 1, \
         "a pointer-addressed launch replays its plan straight from the call's values"
+    assert shifted_copy._hot is not None, "the hot launcher checks the memory's reach"
     owned = np.arange(64, dtype=np.float32)  # the same key, but memory ends at 64
     out = np.full(64, -1.0, np.float32)
     with pytest.raises(dsl.OutOfBoundsError, match="'x'"):
