@@ -67,8 +67,6 @@ def hot_launcher(replay: Replay, args: tuple[Any, ...], kwargs: dict[str, Any], 
         "SCALARS": replay.scalar_values(values),
     }
     plan = replay.plan
-    if set(constants) & set(plan.namespace):
-        return None  # (the plan's names are lower case and numbered: never met)
     stored = {t.position for t in replay.tensors if t.stored}
     lines = ["def hot(args, kwargs, grid):"]
 
@@ -124,6 +122,8 @@ def hot_launcher(replay: Replay, args: tuple[Any, ...], kwargs: dict[str, Any], 
     lines += plan.statements()
     lines.append("    return True")
     source = "\n".join(lines) + "\n"
+    if set(constants) & set(plan.namespace):
+        return None  # (the plan's globals are lower case: never met)
     namespace = {**plan.namespace, **constants}
     exec(compile(source, "<hot launcher>", "exec"), namespace)
     return HotLauncher(source, namespace["hot"])

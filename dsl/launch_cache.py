@@ -230,12 +230,11 @@ class Replay:
     def __call__(self, values: tuple[Any, ...]) -> bool:
         """Run the plan for a call's positional then keyword values; False (nothing
         run) when the call needs the full path (see ``LaunchRecipe.direct``)."""
-        buffers = [values[p] if t is None else t.buffer_of(values[p])
-                   for p, t in self.sources]
+        sources = self.sources
+        buffers = [values[p] if t is None else t.buffer_of(values[p]) for p, t in sources]
         for i, end in self.reaches:
             if buffers[i].shape[0] < end:
                 return False
-        sources = self.sources
         for s, i in self.pairs:
             a, b = values[sources[s][0]], values[sources[i][0]]
             if type(a) is np.ndarray and type(b) is np.ndarray and a is not b \

@@ -19,7 +19,9 @@ Data flow:
    ``Lanes``/``LaneMask``), and the value of every index-side operand a data op reads
    (a mask used in a ``where``, an ``arange`` converted to float...).
 3. After that launch succeeds, ``Recorder.build`` turns the capture into a ``Plan``:
-   each access becomes a ``(lo, count)`` slice of its tensor's flat buffer, each
+   each access becomes a ``(lo, count)`` slice of its tensor's flat buffer (the
+   buffer itself when the run is all of it and every launch of the plan has a
+   buffer of that length: not pointer-addressed), each
    captured operand a constant array, each data op one line of a generated Python
    function (``Plan.source``; register ``k`` is the local ``r{k}``). Only the lanes
    some store writes are computed: every data op is lane-wise, so the padding lanes
