@@ -187,7 +187,9 @@ class TensorRecipe:
         recipe's key: for a pointer-addressed tensor, the memory a pointer to it may
         address (``TensorView.kernel_memory``), which depends on its allocation."""
         if self.through_pointers:
-            if self.contiguous_array and value.base is None:  # owns its memory: all of it
+            if self.contiguous_array and not isinstance(value.base, np.ndarray):
+                # its own allocation (it owns its memory, or views a torch tensor's):
+                # the memory a pointer may reach is all of it and no more
                 return value.reshape(-1)
             return self.view_of(value).kernel_memory()
         if self.contiguous_array:  # fixed by the key: a C-contiguous NumPy array

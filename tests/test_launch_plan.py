@@ -317,6 +317,23 @@ def test_pointer_kernels_replay_and_still_check_the_memory_a_call_brings(prepare
     assert np.all(out == -1.0), "nothing is written"
 
 
+def test_an_array_over_a_torch_tensor_is_its_own_allocation_for_pointers(torch, replays):
+    """A NumPy array whose base is not an array (here, a view of a torch tensor's
+    memory) is taken as its own allocation, as the full path takes it: a replayed
+    call reads it, and a pointer past its end is out of bounds, even though the
+    tensor's storage goes on."""
+    storage = torch.arange(128, dtype=torch.float32)
+    for _ in range(4):
+        out = np.zeros(32, np.float32)
+        shifted_copy[(1,)](storage[:64].numpy(), out, 32, SHIFT=32, BLOCK=32)
+        np.testing.assert_array_equal(out, np.arange(32, 64, dtype=np.float32))
+    assert replays["n"] >= 2 and shifted_copy._hot is not None
+    out = np.full(64, -1.0, np.float32)
+    with pytest.raises(dsl.OutOfBoundsError, match="'x'"):
+        shifted_copy[(1,)](storage[:64].numpy(), out, 64, SHIFT=32, BLOCK=64)
+    assert np.all(out == -1.0), "nothing is written"
+
+
 def test_a_call_with_an_exact_key_seen_before_skips_the_recipe_keys(monkeypatch, replays):
     """The hot path: once a call's exact key (``exact_call_key``) ran a replay, a call
     with that key runs it again without building the recipe and replay keys; any
