@@ -11,7 +11,8 @@ reduction "mean"):
   aten       ``torch.ops.aten.binary_cross_entropy_backward`` (if torch is installed)
 and vector add at 1K (``examples/vector_add.py``'s ``add`` against ``x + y``, and the
 same add written against ``triton.language`` with pointers, through
-``dsl.from_triton``, when triton is installed).
+``dsl.from_triton``, when triton is installed: on NumPy arrays, and on CPU torch
+tensors, as a script under ``DSL_TRITON_INTERPRET=1`` launches it).
 Prints microseconds and the ratios the goals name: kernel <= 50 us and
 op / aten <= 5.
 
@@ -106,6 +107,11 @@ def candidates() -> dict[str, Callable[[], object]]:
     xt, yt, gt = torch.from_numpy(x), torch.from_numpy(y), torch.tensor(1.0)
     fns["op-torch"] = lambda: ops.binary_cross_entropy_backward(gt, xt, yt)
     fns["aten"] = lambda: torch.ops.aten.binary_cross_entropy_backward(gt, xt, yt, None, 1)
+    if triton_add is not None:
+        small_t, small_out_t = torch.from_numpy(small.copy()), torch.empty(1024)
+        fns["triton add 1K torch"] = lambda: triton_add[(1,)](
+            small_t, small_t, small_out_t, 1024, BLOCK_SIZE=1024)
+        fns["torch add 1K"] = lambda: small_t + small_t
     return fns
 
 
@@ -130,7 +136,7 @@ def main() -> None:
         fn()
     t = best_of(fns, args.repeat, args.rounds)
     for name, us in t.items():
-        print(f"{name:14s} {us:9.1f} us")
+        print(f"{name:20s} {us:9.1f} us")
     print(f"kernel: {t['kernel']:.1f} us per cached launch (goal <= 50); "
           f"{t['interp'] / t['kernel']:.1f}x faster than interpreting it; "
           f"{t['kernel'] / t['numpy']:.1f}x the NumPy formula")
@@ -138,6 +144,9 @@ def main() -> None:
     if "triton add 1K" in t:
         print(f"the same add as a Triton kernel (pointers): "
               f"{t['triton add 1K'] / t['add 1K numpy']:.1f}x NumPy")
+    if "triton add 1K torch" in t:
+        print(f"the same on CPU torch tensors: "
+              f"{t['triton add 1K torch'] / t['torch add 1K']:.1f}x torch's x + y")
     if "aten" in t:
         print(f"op / aten: {t['op'] / t['aten']:.1f} (NumPy in/out), "
               f"{t['op-torch'] / t['aten']:.1f} (torch in/out); goal <= 5")

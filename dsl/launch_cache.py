@@ -35,7 +35,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dsl.dtypes import DType
-from dsl.views import TensorView, as_view, is_torch_tensor, mark_written, partially_overlaps
+from dsl.views import (
+    TensorView,
+    as_view,
+    is_torch_tensor,
+    mark_written,
+    partially_overlaps,
+    to_numpy,
+)
 
 if TYPE_CHECKING:
     from dsl.ir import Function
@@ -173,6 +180,7 @@ class TensorRecipe:
     torch: bool  # passed as a torch tensor (autograd is told about writes)
     contiguous_array: bool  # a C-contiguous NumPy array: its view is built inline
     scalar_array: bool  # a NumPy array whose elements are all one: likewise
+    contiguous_tensor: bool  # a C-contiguous torch tensor: its buffer is read inline
     corner: tuple  # the slices that select a scalar array's element as a 1-element view
     dtype: DType
     shape: tuple[int, ...]
@@ -186,6 +194,13 @@ class TensorRecipe:
         """The flat kernel buffer of this argument's ``value`` in a call with the
         recipe's key: for a pointer-addressed tensor, the memory a pointer to it may
         address (``TensorView.kernel_memory``), which depends on its allocation."""
+        if self.contiguous_tensor:
+            flat = to_numpy(value).reshape(-1)  # its elements, in order (as ``as_view``)
+            if not self.through_pointers:
+                return flat[self.span[0]:self.span[1]]
+            storage = value.untyped_storage()
+            if value.storage_offset() == 0 and storage.nbytes() == flat.nbytes:
+                return flat  # all of its storage: what a pointer may reach
         if self.through_pointers:
             if self.contiguous_array and not isinstance(value.base, np.ndarray):
                 # its own allocation (it owns its memory, or views a torch tensor's):
@@ -387,8 +402,10 @@ def build_recipe(shape: CallShape, launch_values: tuple[Any, ...], launch: Launc
         array = type(value) is np.ndarray and value.size > 0
         contiguous = array and value.flags.c_contiguous
         scalar = array and not contiguous and not any(value.strides)
+        contiguous_tensor = is_torch_tensor(value) and view.numel > 0 and \
+            to_numpy(value).flags.c_contiguous
         tensors.append(TensorRecipe(name, positions[name], name in stored, name in through,
-                                    name in torch_names, contiguous, scalar,
+                                    name in torch_names, contiguous, scalar, contiguous_tensor,
                                     (slice(0, 1),) * value.ndim if scalar else (), view.dtype,
                                     view.shape, view.strides, t.sizes, t.strides, t.base,
                                     span))

@@ -334,6 +334,40 @@ def test_an_array_over_a_torch_tensor_is_its_own_allocation_for_pointers(torch, 
     assert np.all(out == -1.0), "nothing is written"
 
 
+def test_torch_tensors_replay_and_pointers_still_reach_only_their_storage(torch, replays):
+    """Contiguous torch tensors' buffers are read inline on a replay: a tensor that is
+    all of its storage is its own memory; one that is part of a larger storage lets
+    a pointer reach the rest of that storage, and no further."""
+    big = torch.arange(128, dtype=torch.float32)
+    for x in (torch.arange(64, dtype=torch.float32) + 32, big[:64], big[32:96]):
+        for _ in range(4):  # the same key each time: the later calls replay
+            out = torch.zeros(32)
+            shifted_copy[(1,)](x, out, 32, SHIFT=32, BLOCK=32)
+            assert torch.equal(out, x[32:64])
+    assert replays["n"] >= 6
+    out = torch.zeros(32)  # past the view, inside the storage: allowed
+    shifted_copy[(1,)](big[:64], out, 32, SHIFT=64, BLOCK=32)
+    assert torch.equal(out, big[64:96])
+    out = torch.full((32,), -1.0)
+    with pytest.raises(dsl.OutOfBoundsError, match="'x'"):  # past the storage's end
+        shifted_copy[(1,)](big[64:], out, 32, SHIFT=64, BLOCK=32)
+    assert torch.all(out == -1.0), "nothing is written"
+
+
+def test_dsl_kernels_on_torch_tensors_replay_bit_for_bit(torch, replays):
+    x, y = torch.linspace(-3, 3, 1000), torch.linspace(1, 2, 1000)
+    for a, b in ((x, y), (x, y), (x, y), (x[::1], y.flip(0)), (x, y)):
+        out = torch.empty(1000)
+        add_kernel[(4,)](a, b, out, 1000, BLOCK=256)
+        assert torch.equal(out, a + b)
+    assert replays["n"] >= 3
+    strided = torch.linspace(0, 1, 2000)[::2]  # not contiguous: the general path
+    for _ in range(3):
+        out = torch.empty(1000)
+        add_kernel[(4,)](strided, y, out, 1000, BLOCK=256)
+        assert torch.equal(out, strided + y)
+
+
 def test_a_call_with_an_exact_key_seen_before_skips_the_recipe_keys(monkeypatch, replays):
     """The hot path: once a call's exact key (``exact_call_key``) ran a replay, a call
     with that key runs it again without building the recipe and replay keys; any
