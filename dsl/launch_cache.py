@@ -312,6 +312,8 @@ class LaunchRecipe:
         tensors = self.tensors
         by_name = {t.name: i for i, t in enumerate(tensors)}
         stored = [i for i, t in enumerate(tensors) if t.stored]
+        # the tensor each plan buffer is, by index among the tensors
+        picks = tuple(by_name[self.runtime[position][1]] for position in plan.tensors)
         return Replay(
             plan=plan,
             tensors=tensors,
@@ -319,12 +321,11 @@ class LaunchRecipe:
             # C-contiguous 1-D NumPy array), else (position, its recipe)
             sources=tuple((t.position, None if t.contiguous_array and not t.through_pointers
                            and len(t.shape) == 1 else t) for t in tensors),
-            picks=tuple(by_name[self.runtime[position][1]] for position in plan.tensors),
+            picks=picks,
             # (index among the tensors, elements the plan's accesses need) per pointer
             # tensor
-            reaches=tuple((by_name[self.runtime[position][1]], end)
-                          for position, end in zip(plan.tensors, plan.ends)
-                          if tensors[by_name[self.runtime[position][1]]].through_pointers),
+            reaches=tuple((pick, end) for pick, end in zip(picks, plan.ends)
+                          if tensors[pick].through_pointers),
             # (stored, other) pairs of tensor indices whose memory must not be shared
             pairs=tuple((s, i) for s in stored for i in range(len(tensors)) if i != s),
             # (position among the call's values, NumPy type), or (-1, value) for a
