@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 import numpy as np
 
@@ -257,9 +257,11 @@ class _ReadAlias:
         self.base = x
 
 
-def _convert_through_torch(x: np.ndarray, dtype: type) -> np.ndarray | None:
-    """``x`` converted to ``dtype`` (a C-contiguous array) by torch, piece by piece, when
-    torch is loaded and ``x`` is a large plain native-order array; else None."""
+def _convert_through_torch(x: np.ndarray, dtype: type, out: np.ndarray | None = None
+                           ) -> np.ndarray | None:
+    """``x`` converted to ``dtype`` (a C-contiguous array, ``out`` when given) by torch,
+    piece by piece, when torch is loaded and ``x`` is a large plain native-order array;
+    else None."""
     torch = sys.modules.get("torch")
     if torch is None or x.size < _TORCH_CONVERSION_MIN or type(x) is not np.ndarray \
             or not x.dtype.isnative:
@@ -267,7 +269,8 @@ def _convert_through_torch(x: np.ndarray, dtype: type) -> np.ndarray | None:
     source = np.ascontiguousarray(x)  # a strided operand: copied in its own type first
     if not source.flags.writeable:
         source = np.asarray(_ReadAlias(source))
-    out = np.empty(x.shape, dtype)
+    if out is None:
+        out = np.empty(x.shape, dtype)
     # Outside any ``__torch_function__`` handling: a mode the user (or a harness that
     # maps devices) set would see, and slow tenfold, every slice and copy here, which
     # are this module's business, not theirs.
@@ -280,14 +283,18 @@ def _convert_through_torch(x: np.ndarray, dtype: type) -> np.ndarray | None:
     return out
 
 
-def widen_to_float32(x: np.ndarray) -> np.ndarray:
-    """``x.astype(np.float32)``, C-contiguous; float16 goes through torch when it is
+def widen_to_float32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``x.astype(np.float32)``, C-contiguous (written into ``out`` when given: a
+    C-contiguous float32 array of ``x``'s shape); float16 goes through torch when it is
     loaded (exact either way: float32 holds every float16)."""
     if x.dtype == np.float16:
-        converted = _convert_through_torch(x, np.float32)
+        converted = _convert_through_torch(x, np.float32, out)
         if converted is not None:
             return converted
-    return np.ascontiguousarray(x, dtype=np.float32)
+    if out is None:
+        return np.ascontiguousarray(x, dtype=np.float32)
+    np.copyto(out, x, casting="unsafe")  # (float64 narrows, as ``astype`` does)
+    return out
 
 
 def _to_float16(x: np.ndarray) -> np.ndarray:
@@ -520,8 +527,9 @@ def dot_steps(a: np.ndarray, b: np.ndarray, acc: np.ndarray, steps: int) -> np.n
 
 def dot_steps_shared(a_tiles: np.ndarray, a_of: np.ndarray, b_tiles: np.ndarray,
                      b_of: np.ndarray, acc: np.ndarray, steps: int, bands: int = 1,
-                     run_all: Callable[[list[Callable[[], None]]], None] | None = None
-                     ) -> np.ndarray:
+                     run_all: Callable[[list[Callable[[], None]]], None] | None = None,
+                     allocate: Callable[[Hashable, tuple[int, ...], np.dtype], np.ndarray]
+                     | None = None) -> np.ndarray:
     """``dot_steps`` for operands given as distinct tiles: step ``s`` of row ``r``
     multiplies ``a_tiles[a_of[s * rows + r]]`` by ``b_tiles[b_of[s * rows + r]]``
     (tiles ``(count, M, K)`` and ``(count, K, N)``; ``acc`` is ``(rows, M, N)``).
@@ -538,7 +546,12 @@ def dot_steps_shared(a_tiles: np.ndarray, a_of: np.ndarray, b_tiles: np.ndarray,
     A float32 grid is cut into up to ``bands`` bands of block rows, each stepped on
     its own, which ``run_all(tasks)`` may run at once (on threads: NumPy's ``matmul``
     releases the GIL; default: one after another). Every element still gets the
-    same products and sums, so the bits do not depend on the cut."""
+    same products and sums, so the bits do not depend on the cut.
+
+    ``allocate(role, shape, dtype)`` gives the grid and each band's product buffer
+    (contents undefined; the caller's scratch buffers, reused from call to call on
+    the thread that asks: the products are asked for on the thread running the
+    band). Default: new arrays."""
     rows = acc.shape[0]
     if a_tiles.dtype.kind == "f" and acc.dtype.kind == "f":
         a_tiles, b_tiles = widen_to_float32(a_tiles), widen_to_float32(b_tiles)
@@ -552,7 +565,12 @@ def dot_steps_shared(a_tiles: np.ndarray, a_of: np.ndarray, b_tiles: np.ndarray,
             here = slice(s * rows, (s + 1) * rows)
             acc = dot(a_tiles[a_of[here]], b_tiles[b_of[here]], acc)
         return acc
-    grid = np.zeros((na, nb) + acc.shape[1:], acc.dtype)
+    def new(role: Hashable, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        return np.empty(shape, dtype) if allocate is None else allocate(role, shape, dtype)
+
+    grid = new("grid", (na, nb) + acc.shape[1:], acc.dtype)
+    if rows < na * nb:  # pairs no row takes stay zero
+        grid.fill(0)
     grid[ia, ib] = acc
     if acc.dtype != np.float32 or a_tiles.dtype != np.float32:
         for s in range(steps):
@@ -565,7 +583,7 @@ def dot_steps_shared(a_tiles: np.ndarray, a_of: np.ndarray, b_tiles: np.ndarray,
     def band(lo: int, hi: int) -> Callable[[], None]:
         def step_band() -> None:
             part = grid[lo:hi]
-            product = np.empty(part.shape, np.float32)
+            product = new(("product", lo), part.shape, np.dtype(np.float32))
             with ignore_fp_errors():  # ``dot``'s float32 product and sum, in place
                 for s in range(steps):
                     np.matmul(a_tiles[a_used[s][lo:hi]][:, None], b_steps[s], out=product)

@@ -39,7 +39,7 @@ import dataclasses
 import functools
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from math import prod
 from typing import TYPE_CHECKING, Any
@@ -67,7 +67,7 @@ from dsl.numerics import dot as dot_product
 from dsl.opdefs import COMBINES, OPS, Effect
 from dsl.options import Options
 from lowering import workers
-from lowering.buffers import scratch
+from lowering.buffers import borrow, give_back, scratch
 from lowering.lanes import (
     Affine,
     BoxedValues,
@@ -211,6 +211,8 @@ class Interpreter:
         self.proofs = facts.proofs
         self.wide_loads = facts.wide_loads
         self.widened: dict[str, np.ndarray | None] = {}  # tensor name -> float32 copy
+        # buffers this launch borrowed (``lowering.buffers``), given back when it ends
+        self.borrowed: list[tuple[Any, np.ndarray]] = []
         self.unwritten: dict[str, bool] = {}  # tensor name -> ``_unwritten``
         self.dot_loops = facts.dot_loops
         self.shareable = facts.shareable
@@ -299,6 +301,7 @@ class Interpreter:
                 self._run_grid()
             finally:
                 self.journal.rollback()
+                self._give_back()
 
     def run(self) -> None:
         """Prove the launch in bounds if its indices allow, then execute it; a
@@ -310,7 +313,16 @@ class Interpreter:
             except BaseException:
                 self.journal.rollback()
                 raise
-            self.journal.commit()
+            else:
+                self.journal.commit()
+            finally:
+                self._give_back()
+
+    def _give_back(self) -> None:
+        """Return the launch's borrowed buffers: nothing reads them after its stores."""
+        for key, buffer in self.borrowed:
+            give_back(key, buffer)
+        self.borrowed.clear()
 
     def _run_grid(self) -> None:
         gx, gy, gz = self.launch.grid
@@ -928,7 +940,11 @@ class Interpreter:
             wide = None
             if 4 * rows * prod(op.result.shape) >= buffer.shape[0] and \
                     self._unwritten(op.tensor):
-                wide = widen_to_float32(buffer)
+                # borrowed: a fresh megabyte copy per launch costs more in page faults
+                # than the conversion (and ``self.widened`` keeps it for the launch)
+                key = ("widened", id(op))
+                wide = widen_to_float32(buffer, borrow(key, buffer.shape, np.dtype(np.float32)))
+                self.borrowed.append((key, wide))
             self.widened[op.tensor] = wide
         return tensor.buffer if wide is None else wide
 
@@ -1226,7 +1242,8 @@ class Interpreter:
             value = dot_steps_shared(tables[id(d.lhs.owner)].tiles, a_of,
                                      tables[id(d.rhs.owner)].tiles, b_of,
                                      self._rows_of(init, rows, size, d), steps,
-                                     self.workers, self._run_all)
+                                     self.workers, self._run_all,
+                                     functools.partial(_dot_scratch, id(d)))
             merged[j] = value if rows.shape[0] == size else \
                 _merge_rows(merged[j], value, rows, size)
         for result, value in zip(op.results, merged):
@@ -1274,14 +1291,20 @@ class Interpreter:
             else tensor.buffer
 
         def read(rows: np.ndarray) -> np.ndarray:
+            # The tables die with this loop, and this thread runs nothing else that
+            # asks for their keys meanwhile: scratch buffers, not fresh ones (a fresh
+            # megabyte of tiles costs more in page faults than reading them)
+            key = ("tiles", id(op), table.reads)
             value = materialize(load(buffer, take_rows(index, rows),
                                      None if mask is None else take_rows(mask, rows), other,
-                                     True))
+                                     True, functools.partial(scratch, key + ("load",))))
             shape = (rows.shape[0],) + op.result.shape
             if value.shape == shape and value.flags.c_contiguous and \
                     not np.may_share_memory(value, buffer):
                 return value  # already a tile per row, in memory of its own
-            return np.array(np.broadcast_to(value, shape))
+            tiles = scratch(key + ("copy",), shape, value.dtype)
+            tiles[...] = value
+            return tiles
 
         return table.add(*found, read, prod(op.result.shape))
 
@@ -1423,6 +1446,12 @@ def _dot_operand_loads(fn: Function) -> frozenset[int]:
                op.result is not user.require("acc") for user in op.result.users):
             wide.add(id(op))
     return frozenset(wide)
+
+
+def _dot_scratch(dot_id: int, role: Hashable, shape: tuple[int, ...], dtype: np.dtype
+                 ) -> np.ndarray:
+    """``dot_steps_shared``'s buffers for the dot ``dot_id``: this thread's scratch."""
+    return scratch(("dot", dot_id, role), shape, dtype)
 
 
 def dot_accumulation(op: Op) -> tuple[Op, ...] | None:

@@ -68,6 +68,7 @@ class SharedTiles:
         self._parts: list[np.ndarray] = []
         self._tiles: np.ndarray | None = None
         self._elements = 0
+        self.reads = 0  # calls of ``read`` so far (each one's tiles in its own buffer)
 
     def add(self, first: np.ndarray, tile: np.ndarray, keys: list,
             read: Callable[[np.ndarray], np.ndarray], tile_elements: int) -> np.ndarray | None:
@@ -84,6 +85,7 @@ class SharedTiles:
         numbers = np.fromiter((self._numbers[key] for key in keys), np.int64, len(keys))
         if new:
             self._parts.append(read(first[np.asarray(new)]))
+            self.reads += 1
             self._elements += len(new) * tile_elements
             self._tiles = None
         return numbers[tile]

@@ -319,3 +319,87 @@ def test_dot_steps_shared_is_dot_steps_bit_for_bit(dtype, acc_dtype, pairing, ba
     assert ran == ([3] if bands == 3 and acc_dtype == np.float32 and pairing == "grid"
                    else [])
     np.testing.assert_array_equal(shared.view(np.uint8), plain.view(np.uint8))
+
+
+def test_a_borrowed_buffer_is_nobody_elses_until_it_is_given_back():
+    """``lowering.buffers.borrow``: a launch-long buffer (the float32 copy of a dot
+    operand) may be read by any worker thread while another launch runs on the same
+    threads, so a second borrow of the key gets another buffer until the first is
+    given back; then the kept one comes back, for the same shape and dtype only."""
+    from lowering import buffers
+    key = ("test", object())
+    first = buffers.borrow(key, (4, 8), np.dtype(np.float32))
+    second = buffers.borrow(key, (4, 8), np.dtype(np.float32))
+    assert not np.shares_memory(first, second)
+    buffers.give_back(key, first)
+    assert buffers.borrow(key, (4, 8), np.dtype(np.float32)) is first
+    buffers.give_back(key, first)
+    other = buffers.borrow(key, (4, 8), np.dtype(np.float64))
+    assert other is not first and other.dtype == np.float64
+    assert buffers.borrow(key, (4, 8), np.dtype(np.float32)) is not first, \
+        "the kept buffer left the pool with the mismatched borrow"
+
+
+def _big_fp16_operands(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((128, 96)).astype(np.float16),
+            rng.standard_normal((96, 80)).astype(np.float16))
+
+
+def test_repeated_and_concurrent_launches_reuse_no_buffer_another_one_still_reads(
+        step_by_step, monkeypatch):
+    """The float32 copies of the operands are borrowed per launch and the tiles, the
+    accumulator grid and the products are per-thread scratch reused from launch to
+    launch: new data each launch, and launches from two threads at once on the shared
+    worker threads, still give every launch the step-by-step bits."""
+    import threading
+    m, n, k = 128, 80, 96
+    grid = (-(-m // 32) * -(-n // 16),)
+    inputs = [_big_fp16_operands(seed) for seed in range(6)]
+    expected = []
+    for a, b in inputs:
+        slow = np.empty((m, n), np.float32)
+        step_by_step(lambda a=a, b=b, slow=slow: matmul_kernel[grid](
+            a, b, slow, m, n, k, BM=32, BN=16, BK=32))
+        expected.append(slow)
+    widened = []  # the float32 copies the launches read
+    original = interpreter.Interpreter._widened
+
+    def spying(self, op, tensor, rows):
+        got = original(self, op, tensor, rows)
+        if got is not tensor.buffer:
+            widened.append(got)
+        return got
+
+    monkeypatch.setattr(interpreter.Interpreter, "_widened", spying)
+    for (a, b), want in zip(inputs, expected):  # one after another: buffers reused
+        fast = np.empty((m, n), np.float32)
+        matmul_kernel[grid](a, b, fast, m, n, k, BM=32, BN=16, BK=32)
+        np.testing.assert_array_equal(fast.view(np.uint32), want.view(np.uint32))
+    assert widened and len({id(w) for w in widened}) < len(widened), \
+        "later launches borrowed the copies the earlier ones gave back"
+    results: dict[int, np.ndarray] = {}
+    errors: list[BaseException] = []
+
+    def launch_all(start: int) -> None:
+        try:
+            for i in range(start, start + 3):
+                for _ in range(4):
+                    out = np.empty((m, n), np.float32)
+                    a, b = inputs[i]
+                    matmul_kernel[grid](a, b, out, m, n, k, BM=32, BN=16, BK=32)
+                    if i in results:
+                        assert np.array_equal(out.view(np.uint32),
+                                              results[i].view(np.uint32))
+                    results[i] = out
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=launch_all, args=(s,)) for s in (0, 3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for i, want in enumerate(expected):
+        np.testing.assert_array_equal(results[i].view(np.uint32), want.view(np.uint32))

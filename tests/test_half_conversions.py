@@ -46,8 +46,8 @@ def _spy(monkeypatch) -> list[int]:
     seen: list[int] = []
     original = numerics._convert_through_torch
 
-    def spy(x, dtype):
-        result = original(x, dtype)
+    def spy(x, dtype, out=None):
+        result = original(x, dtype, out)
         if result is not None:
             seen.append(x.size)
         return result
@@ -76,6 +76,23 @@ def test_float16_to_float32_through_torch_is_exact(torch, monkeypatch):
     assert widened.flags.c_contiguous
     _same(widened, strided.astype(np.float32), np.uint32)
     assert len(seen) == 3
+
+
+def test_float16_to_float32_into_out_without_torch(monkeypatch):
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    every = np.tile(np.arange(1 << 16, dtype=np.uint16).view(np.float16), 2)
+    out = np.full(every.shape, 7.0, np.float32)
+    assert widen_to_float32(every, out) is out
+    _same(out, every.astype(np.float32), np.uint32)
+
+
+def test_float16_to_float32_through_torch_into_out(torch, monkeypatch):
+    seen = _spy(monkeypatch)
+    every = np.tile(np.arange(1 << 16, dtype=np.uint16).view(np.float16), 2)
+    out = np.empty(every.shape, np.float32)
+    assert widen_to_float32(every, out) is out
+    _same(out, every.astype(np.float32), np.uint32)
+    assert seen == [every.size]
 
 
 def test_torch_is_used_only_for_large_arrays_and_never_imported(torch, monkeypatch):
