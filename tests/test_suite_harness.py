@@ -182,3 +182,71 @@ def test_the_suite_shows_which_passes_needed_host_emulation(capsys):
     assert emulated.line(12).endswith("host emulation: isclose-dtypes")
     suite.print_totals([plain, emulated])
     assert "passes that needed the shim's host emulation: 1 (isclose-dtypes 1)" in capsys.readouterr().out
+
+
+HOST_TENSOR_CHILD = '''
+import json
+import torch
+import torch_npu
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add(x_ptr, y_ptr, out_ptr, n):
+    offs = tl.arange(0, 16)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask),
+             mask=mask)
+
+
+def launch(x, y, out=None, **named):
+    """True when the launch ran and added, else the error it raised."""
+    try:
+        add[(1,)](x, y, *([] if out is None else [out, 8]), **named)
+    except ValueError as error:
+        return str(error)
+    return torch.equal(named.get("out_ptr", out), x + y)
+
+
+npu = [torch.rand(8, device="npu") for _ in range(3)]
+host = torch.rand(8, device="cpu")
+moved, moved_to = torch.rand(8, device="cpu").npu(), torch.rand(8, device="cpu").to("npu")
+back = npu[0].to(device="cpu")  # the same object here: still the NPU tensor
+print(json.dumps({
+    "npu": launch(*npu),
+    "host first": launch(host, npu[1], npu[2]),
+    "host output": launch(npu[0], npu[1], torch.empty(8, device="cpu")),
+    "host by name": launch(npu[0], npu[1], out_ptr=torch.zeros(8, device="cpu"), n=8),
+    "npu by name": launch(npu[0], npu[1], out_ptr=npu[2], n=8),
+    "moved": launch(moved, moved_to, npu[2]),
+    "default device": launch(torch.rand(8), npu[1], npu[2]),
+    "to cpu": launch(back, npu[1], npu[2]),
+    "marks": [torch_npu.is_host_tensor(t) for t in (host, moved, moved_to, back, host + 1)],
+}))
+'''
+
+
+def test_a_launch_given_a_host_tensor_is_refused_as_the_npu_driver_refuses_it(tmp_path, torch):
+    """Under the suite's ``dsl`` runner, a tensor created with an explicit CPU device
+    is host memory until moved to the NPU, and a Triton launch given one raises
+    triton-ascend's driver error (``test_address_check.py``). Tensors on the NPU, moved
+    there, or not known to be on the host launch as before."""
+    import json
+
+    script = tmp_path / "child.py"
+    script.write_text(HOST_TENSOR_CHILD)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SHIM), os.environ.get("PYTHONPATH", "")]),
+           "DSL_SUITE_RUNNER": "dsl", "DSL_SUITE_CANN_ALIAS": "0"}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    refused = "Pointer argument (at {}) cannot be accessed from Triton (cpu tensor?)"
+    assert out["npu"] is True and out["moved"] is True and out["npu by name"] is True
+    assert out["host first"] == refused.format(0)
+    assert out["host output"] == refused.format(2)
+    assert out["host by name"] == refused.format(2)
+    assert out["default device"] is True, "only an explicit CPU device marks a tensor"
+    assert out["to cpu"] is True
+    assert out["marks"] == [True, False, False, False, False]

@@ -8,7 +8,9 @@ fallback of Triton's driver and, unless ``DSL_SUITE_CANN_ALIAS=0``, the
 checkout's ``triton.language.extra.kernels`` (triton_cann_alias.py), then the runner:
 
 * ``dsl``: sets ``DSL_TRITON_INTERPRET=1`` and calls ``dsl.triton_compat.install()``,
-  so ``@triton.jit`` kernels launched on CPU tensors run in ascend-dsl's interpreter.
+  so ``@triton.jit`` kernels launched on CPU tensors run in ascend-dsl's interpreter;
+  a launch given a tensor the test created in host memory (``torch_npu.is_host_tensor``)
+  is refused as triton-ascend's driver refuses it.
 * ``triton``: Triton's own interpreter (the parent sets ``TRITON_INTERPRET=1``), with
   the NumPy >= 2.4 patch of the repository's tests/triton_interpret_patch.py and,
   unless ``DSL_SUITE_TRITON_NPU_OPTIONS=keep``, triton_interpreter_options.py (Ascend
@@ -59,6 +61,29 @@ def _limit_memory() -> None:
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
 
+def _refuse_host_tensors() -> None:
+    """Launches of ``@triton.jit`` kernels given a host tensor raise the ``ValueError``
+    triton-ascend's NPU driver raises for a pointer outside device memory."""
+    import functools
+
+    import torch_npu
+    from triton.runtime.jit import JITFunction
+
+    run = JITFunction.run
+
+    def checked(self: JITFunction, *args: object, **kwargs: object) -> object:
+        named = [(self.arg_names.index(name), value) for name, value in kwargs.items()
+                 if name in self.arg_names]
+        for index, value in [*enumerate(args), *named]:
+            if torch_npu.is_host_tensor(value):
+                raise ValueError(f"Pointer argument (at {index}) cannot be accessed from "
+                                 "Triton (cpu tensor?)")
+        return run(self, *args, **kwargs)
+
+    functools.update_wrapper(checked, run)  # keeps dsl's markers on the method
+    JITFunction.run = checked
+
+
 def _install(runner: str) -> None:
     _limit_memory()
     try:
@@ -79,6 +104,7 @@ def _install(runner: str) -> None:
             import dsl.triton_compat
 
             dsl.triton_compat.install()
+            _refuse_host_tensors()
         except Exception as error:  # noqa: BLE001
             _fail("cannot install dsl.triton_compat", error)
     elif runner == "triton":

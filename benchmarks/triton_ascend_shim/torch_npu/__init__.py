@@ -21,9 +21,17 @@ torch's CPU kernels refuse, each with one obvious meaning (mixed-dtype ``isclose
 division of bools, out-of-range scalars written into integer tensors). Each rule that
 fires is reported, and the suite prints it next to the file's status.
 
+Host tensors: a tensor a factory call made with an explicit CPU ``device=``
+(``torch.rand(n, device="cpu")``) is marked as host memory (``is_host_tensor``); moving
+it to the NPU (``.npu()``, ``.to("npu")``) clears the mark. The suite's ``dsl`` runner
+refuses a Triton launch given a marked tensor with triton-ascend's driver error
+(``Pointer argument (at i) cannot be accessed from Triton (cpu tensor?)``, a
+``ValueError``). Results computed from a host tensor are not marked: a launch the
+device would refuse may still run here, never the other way round.
+
 Limitations: tensors really live on the CPU, so ``t.device`` is ``cpu``,
-``t.device.type == "npu"`` is false and there is no ``Tensor.is_npu`` (a test that
-expects CPU tensors to be refused cannot pass); the function mode is thread-local
+``t.device.type == "npu"`` is false and there is no ``Tensor.is_npu``; the function
+mode is thread-local
 (threads started later do not map ``device="npu"``); memory statistics are zero. Anything else
 (``torch_npu.profiler``, ``torch_npu._inductor``, other ``npu_*`` kernels) raises an
 ``AttributeError`` whose message starts with ``torch_npu shim:``, which the suite
@@ -74,23 +82,58 @@ def _is_npu(device: Any) -> bool:
     return isinstance(device, int) and not isinstance(device, bool)
 
 
+HOST_MARK = "_npu_shim_host_memory"  # set on tensors created on the CPU explicitly
+
+
+def _is_cpu(device: Any) -> bool:
+    """Whether a ``device`` argument names the CPU."""
+    if isinstance(device, torch.device):
+        return device.type == "cpu"
+    return isinstance(device, str) and (device == "cpu" or device.startswith("cpu:"))
+
+
+def is_host_tensor(value: Any) -> bool:
+    """Whether ``value`` is a tensor created with an explicit CPU device (see the module
+    doc) and not moved to the NPU since."""
+    return isinstance(value, torch.Tensor) and getattr(value, HOST_MARK, False)
+
+
+def _unmark(tensor: Any) -> None:
+    if isinstance(tensor, torch.Tensor):
+        tensor.__dict__.pop(HOST_MARK, None)
+
+
 class NpuToCpuMode(TorchFunctionMode):
-    """Rewrites NPU device arguments of every torch call to the CPU."""
+    """Rewrites NPU device arguments of every torch call to the CPU, and marks the
+    tensors a call creates on an explicit CPU device as host memory."""
 
     def __torch_function__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
-        if kwargs and "device" in kwargs and _is_npu(kwargs["device"]):
-            kwargs = {**kwargs, "device": _CPU}
+        to_npu = host = False
+        if kwargs and "device" in kwargs:
+            if _is_npu(kwargs["device"]):
+                kwargs = {**kwargs, "device": _CPU}
+                to_npu = True
+            else:
+                host = _is_cpu(kwargs["device"])
         if func is torch.Tensor.to and len(args) > 1 and _is_npu(args[1]):
             args = (args[0], _CPU, *args[2:])
+            to_npu = True
         kwargs = kwargs or {}
+        result = host_rules.UNCHANGED
         rule = host_rules.RULES.get(func)
         if rule is not None:
             result = rule(func, args, kwargs)
-            if result is not host_rules.UNCHANGED:
-                return result
-        return func(*args, **kwargs)
+        if result is host_rules.UNCHANGED:
+            result = func(*args, **kwargs)
+        if to_npu and func is torch.Tensor.to:
+            _unmark(result)  # (the shim's NPU copy is the tensor itself)
+        elif host and isinstance(result, torch.Tensor) and not any(result is a for a in args):
+            # a new tensor in host memory (``x.to(device="cpu")`` returning ``x`` itself
+            # marks nothing: the NPU tensor and its CPU copy are one object here)
+            setattr(result, HOST_MARK, True)
+        return result
 
 
 _set_default_device = torch.set_default_device
@@ -103,6 +146,7 @@ def _set_default_device_npu_to_cpu(device: Any) -> None:
 
 
 def _tensor_npu(self: torch.Tensor, device: Any = None, non_blocking: bool = False, **_: Any) -> torch.Tensor:
+    _unmark(self)  # on the NPU now (the shim's copy is the tensor itself)
     return self
 
 
