@@ -222,16 +222,19 @@ print(json.dumps({
     "moved": launch(moved, moved_to, npu[2]),
     "default device": launch(torch.rand(8), npu[1], npu[2]),
     "to cpu": launch(back, npu[1], npu[2]),
-    "marks": [torch_npu.is_host_tensor(t) for t in (host, moved, moved_to, back, host + 1)],
+    "beside": launch(npu[0], npu[1], torch.empty(8, device=npu[0].device)),
+    "marks": [torch_npu.is_host_tensor(t) for t in (
+        host, moved, moved_to, back, host + 1, torch.zeros(8, device=torch.device("cpu")))],
 }))
 '''
 
 
 def test_a_launch_given_a_host_tensor_is_refused_as_the_npu_driver_refuses_it(tmp_path, torch):
-    """Under the suite's ``dsl`` runner, a tensor created with an explicit CPU device
-    is host memory until moved to the NPU, and a Triton launch given one raises
-    triton-ascend's driver error (``test_address_check.py``). Tensors on the NPU, moved
-    there, or not known to be on the host launch as before."""
+    """Under the suite's ``dsl`` runner, a tensor created on the CPU named as a string
+    is host memory until moved (``.npu()``, ``.to(...)``), and a Triton launch given
+    one raises triton-ascend's driver error (``test_address_check.py``). Tensors on the
+    NPU, allocated beside one (``device=x.device``, the CPU here), moved, or not known
+    to be on the host launch as before."""
     import json
 
     script = tmp_path / "child.py"
@@ -249,4 +252,5 @@ def test_a_launch_given_a_host_tensor_is_refused_as_the_npu_driver_refuses_it(tm
     assert out["host by name"] == refused.format(2)
     assert out["default device"] is True, "only an explicit CPU device marks a tensor"
     assert out["to cpu"] is True
-    assert out["marks"] == [True, False, False, False, False]
+    assert out["beside"] is True, "device=x.device allocates beside an NPU tensor"
+    assert out["marks"] == [True, False, False, False, False, False]

@@ -21,9 +21,11 @@ torch's CPU kernels refuse, each with one obvious meaning (mixed-dtype ``isclose
 division of bools, out-of-range scalars written into integer tensors). Each rule that
 fires is reported, and the suite prints it next to the file's status.
 
-Host tensors: a tensor a factory call made with an explicit CPU ``device=``
-(``torch.rand(n, device="cpu")``) is marked as host memory (``is_host_tensor``); moving
-it to the NPU (``.npu()``, ``.to("npu")``) clears the mark. The suite's ``dsl`` runner
+Host tensors: a tensor a call made with the CPU named as a string device
+(``torch.rand(n, device="cpu")``) is marked as host memory (``is_host_tensor``); any
+``.to(...)`` and ``.npu()`` clears the mark. A ``torch.device`` argument marks nothing:
+here every tensor's ``.device`` is the CPU, so ``device=x.device`` (the tests' way of
+allocating beside an NPU tensor) cannot tell host from device. The suite's ``dsl`` runner
 refuses a Triton launch given a marked tensor with triton-ascend's driver error
 (``Pointer argument (at i) cannot be accessed from Triton (cpu tensor?)``, a
 ``ValueError``). Results computed from a host tensor are not marked: a launch the
@@ -85,10 +87,9 @@ def _is_npu(device: Any) -> bool:
 HOST_MARK = "_npu_shim_host_memory"  # set on tensors created on the CPU explicitly
 
 
-def _is_cpu(device: Any) -> bool:
-    """Whether a ``device`` argument names the CPU."""
-    if isinstance(device, torch.device):
-        return device.type == "cpu"
+def _names_cpu(device: Any) -> bool:
+    """Whether a ``device`` argument is a string naming the CPU (a ``torch.device``
+    may be an NPU tensor's ``.device``, which is the CPU here)."""
     return isinstance(device, str) and (device == "cpu" or device.startswith("cpu:"))
 
 
@@ -105,21 +106,19 @@ def _unmark(tensor: Any) -> None:
 
 class NpuToCpuMode(TorchFunctionMode):
     """Rewrites NPU device arguments of every torch call to the CPU, and marks the
-    tensors a call creates on an explicit CPU device as host memory."""
+    tensors a call creates on the CPU named as a string as host memory."""
 
     def __torch_function__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
-        to_npu = host = False
+        host = False
         if kwargs and "device" in kwargs:
             if _is_npu(kwargs["device"]):
                 kwargs = {**kwargs, "device": _CPU}
-                to_npu = True
             else:
-                host = _is_cpu(kwargs["device"])
+                host = _names_cpu(kwargs["device"])
         if func is torch.Tensor.to and len(args) > 1 and _is_npu(args[1]):
             args = (args[0], _CPU, *args[2:])
-            to_npu = True
         kwargs = kwargs or {}
         result = host_rules.UNCHANGED
         rule = host_rules.RULES.get(func)
@@ -127,12 +126,12 @@ class NpuToCpuMode(TorchFunctionMode):
             result = rule(func, args, kwargs)
         if result is host_rules.UNCHANGED:
             result = func(*args, **kwargs)
-        if to_npu and func is torch.Tensor.to:
-            _unmark(result)  # (the shim's NPU copy is the tensor itself)
+        if func is torch.Tensor.to:
+            # possibly to an NPU tensor's ``.device`` (the CPU here): the shim's copy is
+            # the tensor itself, which may now be the NPU's
+            _unmark(result)
         elif host and isinstance(result, torch.Tensor) and not any(result is a for a in args):
-            # a new tensor in host memory (``x.to(device="cpu")`` returning ``x`` itself
-            # marks nothing: the NPU tensor and its CPU copy are one object here)
-            setattr(result, HOST_MARK, True)
+            setattr(result, HOST_MARK, True)  # a new tensor in host memory
         return result
 
 
