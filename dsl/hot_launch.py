@@ -22,16 +22,23 @@ of the call: a 1K-element vector add spent ~4 us of Python around a 0.5 us add.
 3. the plan's own statements (``Plan.statements``), inline, with the scalar
    values converted once, when the launcher was made.
 
+A CPU torch tensor is compared by its exact type, dtype, shape, strides and
+device (what ``exact_call_key`` fixes); its buffer comes from its recipe as on the
+exact-key path (``Tensor.numpy()``, spelled out for a C-contiguous one), any overlap
+with it is tested, and a stored one is marked written for autograd after the plan
+ran (as ``views.mark_written`` does).
+
 ``JITFunction._launch`` keeps one hot launcher per kernel (the last exact key that
 repeated) and tries it before anything else; a call it does not fit (False) takes
 the exact-key path unchanged, so a hot launcher can only skip work, never change a
-result. Keys with torch tensors or NaN floats get no launcher: their exact-key path
-stays the only fast path.
+result. Keys with NaN floats get no launcher: their exact-key path stays the only
+fast path.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +47,7 @@ import numpy as np
 
 from dsl.launch_cache import Replay
 from dsl.options import environment_changed_test
+from dsl.views import is_torch_tensor
 
 
 @dataclass(frozen=True)
@@ -54,8 +62,8 @@ def hot_launcher(replay: Replay, args: tuple[Any, ...], kwargs: dict[str, Any], 
                  planning: Callable[[], Any]) -> HotLauncher | None:
     """A launcher for calls with the exact key of ``(args, kwargs, grid)``, a call
     that has just run ``replay``; ``planning()`` is not None inside ``dsl.jit.planning()``.
-    None when the key has an argument the generated guard does not compare (a torch
-    tensor, a NaN, anything ``exact_call_key`` compares by hash only)."""
+    None when the key has an argument the generated guard does not compare (a NaN,
+    anything ``exact_call_key`` compares by hash only)."""
     environment = environment_changed_test()
     if environment is None or (grid is not None and type(grid) not in (int, tuple)):
         return None
@@ -99,27 +107,55 @@ def hot_launcher(replay: Replay, args: tuple[Any, ...], kwargs: dict[str, Any], 
             constants[f"F{i}"] = value
             fail_if(f"type({name}) is not float or {name} != F{i} "
                     f"or copysign(1.0, {name}) != {math.copysign(1.0, value)!r}")
+        elif is_torch_tensor(value) and value.is_cpu:
+            constants[f"K{i}"], constants[f"D{i}"] = kind, value.dtype
+            fail_if(f"type({name}) is not K{i} or {name}.dtype is not D{i} "
+                    f"or {name}.shape != {tuple(value.shape)!r} "
+                    f"or {name}.stride() != {tuple(value.stride())!r} or not {name}.is_cpu")
         else:
-            return None  # a torch tensor, a NaN: the exact-key path only
+            return None  # a NaN, a tensor elsewhere: the exact-key path only
     buffers = []  # per tensor of the recipe
     for i, (position, recipe) in enumerate(replay.sources):
         if recipe is None:  # a C-contiguous 1-D array: its own buffer
             buffers.append(names[position])
-        else:
-            constants[f"T{i}"] = recipe
-            lines.append(f"    c{i} = T{i}.buffer_of({names[position]})")
-            buffers.append(f"c{i}")
+            continue
+        constants[f"T{i}"] = recipe
+        buffers.append(f"c{i}")
+        value, name = values[position], names[position]
+        if not (recipe.contiguous_tensor and is_torch_tensor(value)) or \
+                str(value.dtype) == "torch.bfloat16":
+            lines.append(f"    c{i} = T{i}.buffer_of({name})")
+            continue
+        # ``TensorRecipe.buffer_of`` of a C-contiguous torch tensor whose dtype NumPy
+        # holds, spelled out (half its cost is the checks the guard made above)
+        lines.append(f"    c{i} = ({name}.numpy() if not {name}.requires_grad "
+                     f"else {name}.detach().numpy()).reshape(-1)")
+        if not recipe.through_pointers:
+            if recipe.span != (0, value.numel()):
+                lines.append(f"    c{i} = c{i}[{recipe.span[0]}:{recipe.span[1]}]")
+        else:  # all of its storage, or the general computation of what a pointer reaches
+            lines.append(f"    if {name}.storage_offset() != 0 or "
+                         f"{name}.untyped_storage().nbytes() != c{i}.nbytes:")
+            lines.append(f"        c{i} = T{i}.buffer_of({name})")
     for i, end in replay.reaches:
         fail_if(f"{buffers[i]}.shape[0] < {end}")
     for s, i in replay.pairs:
-        a, b = names[replay.sources[s][0]], names[replay.sources[i][0]]
-        fail_if(f"({a} is {b} or {a}.base is not None or {b}.base is not None) "
-                f"and may_share({buffers[s]}, {buffers[i]})")
+        a, b = (replay.sources[k][0] for k in (s, i))
+        overlap = f"may_share({buffers[s]}, {buffers[i]})"
+        if type(values[a]) is np.ndarray and type(values[b]) is np.ndarray:
+            # (two arrays that each own their memory cannot share it, as in ``Replay``)
+            overlap = f"({names[a]} is {names[b]} or {names[a]}.base is not None " \
+                f"or {names[b]}.base is not None) and {overlap}"
+        fail_if(overlap)
     # the plan itself, inline: its buffers b0, b1, ... are the recipe's tensors it picks
     lines += [f"    b{t} = {buffers[i]}" for t, i in enumerate(replay.picks)]
     if plan.setup:
         lines.append("    scalars = SCALARS")
     lines += plan.statements()
+    # autograd sees the writes (``views.mark_written``, without its type test)
+    if replay.written_torch:
+        constants["increment_version"] = sys.modules["torch"].autograd.graph.increment_version
+    lines += [f"    increment_version({names[p]})" for p in replay.written_torch]
     lines.append("    return True")
     source = "\n".join(lines) + "\n"
     if set(constants) & set(plan.namespace):

@@ -546,19 +546,92 @@ def test_a_hot_launcher_still_sees_planning_read_only_outputs_and_the_environmen
     assert hot_runs["n"] == 0
 
 
-def test_keys_with_a_nan_or_a_torch_tensor_get_no_hot_launcher(torch):
+def test_keys_with_a_nan_get_no_hot_launcher():
     kernel = dsl.jit(_scale)
     x = np.linspace(-1, 1, 64, dtype=np.float32)
     for _ in range(4):
         out = np.empty(64, np.float32)
         kernel[(1,)](x, out, 64, float("nan"), BLOCK=64)
         assert np.isnan(out).all()
-    tx = torch.linspace(-1, 1, 64)
-    for _ in range(4):
-        tout = torch.empty(64)
-        kernel[(1,)](tx, tout, 64, 2.0, BLOCK=64)
-        assert torch.equal(tout, tx * 2)
     assert kernel._hot is None
+
+
+def _hot_torch_scale_kernel(torch):
+    """A new kernel whose call on torch tensors repeated until it has a hot launcher."""
+    kernel = dsl.jit(_scale)
+    x = torch.linspace(-1, 1, 300)
+    for _ in range(3):
+        kernel[(2,)](x, torch.empty(300), 300, 0.5, BLOCK=128)
+    assert kernel._hot is not None, "the key repeated: it has a hot launcher"
+    return kernel, x
+
+
+def test_torch_tensors_get_a_hot_launcher_that_reads_them_and_tells_autograd(torch,
+                                                                            hot_runs):
+    kernel, x = _hot_torch_scale_kernel(torch)
+    before = hot_runs["n"]
+    for source in (x, torch.linspace(-2, 2, 300), x.clone().requires_grad_()):
+        out = torch.empty(300)
+        versions = out._version
+        kernel[(2,)](source, out, 300, 0.5, BLOCK=128)
+        assert torch.equal(out, source.detach() * 0.5)
+        assert out._version > versions, "autograd is told about the write"
+    assert hot_runs["n"] == before + 3, "new data, and a tensor that requires grad"
+    saved = torch.ones(300, requires_grad=True)
+    out = torch.zeros(300)
+    loss = (saved * out).sum()  # saves ``out`` for the backward
+    kernel[(2,)](x, out, 300, 0.5, BLOCK=128)
+    assert hot_runs["n"] == before + 4
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+TORCH_HOT_MISSES = {
+    "another dtype": lambda torch, x, out: (x.double(), out),
+    "another shape": lambda torch, x, out: (torch.cat([x, x[:1]]), out),
+    "other strides": lambda torch, x, out: (x.repeat_interleave(2)[::2], out),
+    "a tensor subclass": lambda torch, x, out: (torch.nn.Parameter(x.clone()), out),
+    "a NumPy array for a tensor": lambda torch, x, out: (x.numpy(), out),
+    "an output that is an input": lambda torch, x, out: (out, out),
+    "a view into a larger storage": lambda torch, x, out: (torch.cat([x, x])[300:], out),
+}
+
+
+@pytest.mark.parametrize("change", TORCH_HOT_MISSES)
+def test_a_torch_call_that_differs_from_the_hot_key_misses_it_and_stays_right(
+        change, torch, hot_runs):
+    kernel, x = _hot_torch_scale_kernel(torch)
+    out = torch.linspace(2, 3, 300)
+    source, out = TORCH_HOT_MISSES[change](torch, x, out)
+    want = source.detach().numpy().copy() * np.float32(0.5) if isinstance(source, torch.Tensor) \
+        else source * np.float32(0.5)
+    before = hot_runs["n"]
+    kernel[(2,)](source, out, 300, 0.5, BLOCK=128)
+    if change != "a view into a larger storage":  # (a DSL kernel reads the view alone)
+        assert hot_runs["n"] == before, "the hot launcher did not run this call"
+    np.testing.assert_array_equal(out.numpy(), want[:300].astype(np.float32))
+
+
+def test_a_hot_launcher_over_torch_checks_what_pointers_reach(torch, hot_runs):
+    """A pointer-addressed tensor that is part of a larger storage gets the general
+    reach computation inside the hot launcher: a pointer may reach the rest of the
+    storage, and one past its end is out of bounds, with nothing written."""
+    kernel = dsl.jit(shifted_copy.fn)  # a kernel of its own: no launcher from other tests
+    big = torch.arange(128, dtype=torch.float32)
+    for _ in range(4):  # past the view, inside the storage
+        out = torch.zeros(32)
+        kernel[(1,)](big[:64], out, 32, SHIFT=64, BLOCK=32)
+        assert torch.equal(out, big[64:96])
+    ran = hot_runs["n"]
+    assert ran >= 1
+    out = torch.zeros(32)
+    kernel[(1,)](big[32:96], out, 32, SHIFT=64, BLOCK=32)  # same key, other view
+    assert torch.equal(out, big[96:128]) and hot_runs["n"] == ran + 1
+    out = torch.full((32,), -1.0)
+    with pytest.raises(dsl.OutOfBoundsError, match="'x'"):  # past the storage's end
+        kernel[(1,)](big[64:], out, 32, SHIFT=64, BLOCK=32)
+    assert torch.all(out == -1.0), "nothing is written"
+    assert hot_runs["n"] == ran + 1, "the hot launcher left that call to the full path"
 
 
 def test_a_hot_launcher_tells_a_zero_from_a_negative_zero(hot_runs):
