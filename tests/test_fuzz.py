@@ -187,18 +187,25 @@ def test_random_kernels_give_the_same_bits_through_every_cached_launch(tmp_path,
     same inputs or new data of the same shapes, each must write what a plain
     interpreter run writes."""
     kernel, args, kwargs, grid, source = make_case(seed, tmp_path, flat)
+    for inputs, want in _repeated_calls(kernel, args, kwargs, grid):
+        out = np.zeros_like(inputs[3])
+        kernel[grid](*inputs[:3], out, *inputs[4:], **kwargs)
+        assert np.array_equal(out.view(np.uint8), want.view(np.uint8)), \
+            f"a cached launch differs from the interpreter on\n{source}"
+
+
+def _repeated_calls(kernel, args, kwargs, grid) -> list[tuple[tuple, np.ndarray]]:
+    """(inputs, the ``out`` a plain interpreter run writes) for six calls of one key:
+    the case's inputs three times, then new data of the same shapes (``np.roll``)
+    alternating with them; none when the interpreter refuses the case or fails at run
+    time (the fuzz test above covers those)."""
     other = tuple(np.roll(a, 1) if isinstance(a, np.ndarray) else a for a in args)
     try:
         expected = {id(args): _interpreted(kernel, args, kwargs, grid),
                     id(other): _interpreted(kernel, other, kwargs, grid)}
     except dsl.DSLError:
-        return  # refused, or a run-time error the fuzz test above covers
-    for inputs in (args, args, args, other, args, other):
-        out = np.zeros_like(inputs[3])
-        kernel[grid](*inputs[:3], out, *inputs[4:], **kwargs)
-        want = expected[id(inputs)]
-        assert np.array_equal(out.view(np.uint8), want.view(np.uint8)), \
-            f"a cached launch differs from the interpreter on\n{source}"
+        return []
+    return [(inputs, expected[id(inputs)]) for inputs in (args, args, args, other, args, other)]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -208,23 +215,17 @@ def test_random_flat_kernels_on_torch_tensors_give_the_same_bits_through_every_c
     launcher's torch guard and inline buffers engage: each call writes what a plain
     interpreter run writes on the same data as NumPy arrays."""
     kernel, args, kwargs, grid, source = make_case(seed, tmp_path, True)
-    arrays = [a for a in args if isinstance(a, np.ndarray)]
     try:
-        [torch.from_numpy(a) for a in arrays]
+        for a in args:
+            if isinstance(a, np.ndarray):
+                torch.from_numpy(a)
     except TypeError:
         return  # a dtype torch does not hold (bfloat16 from ml_dtypes)
-    other = tuple(np.roll(a, 1) if isinstance(a, np.ndarray) else a for a in args)
-    try:
-        expected = {id(args): _interpreted(kernel, args, kwargs, grid),
-                    id(other): _interpreted(kernel, other, kwargs, grid)}
-    except dsl.DSLError:
-        return  # refused, or a run-time error the fuzz test above covers
-    for inputs in (args, args, args, other, args, other):
+    for inputs, want in _repeated_calls(kernel, args, kwargs, grid):
         tensors = [torch.from_numpy(a.copy()) if isinstance(a, np.ndarray) else a
                    for a in inputs]
         tensors[3] = torch.zeros_like(tensors[3])
         kernel[grid](*tensors, **kwargs)
-        want = expected[id(inputs)]
         got = tensors[3].numpy()
         assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), \
             f"a cached launch on torch tensors differs from the interpreter on\n{source}"
