@@ -1,22 +1,31 @@
 """Kernel launch times of triton-ascend's tutorials: Triton's interpreter vs ascend-dsl's.
 
     python benchmarks/vs_triton_interpreter.py PATH [--tutorials 01,02,03,04,05,09]
-        [--repeat 1] [--timeout 900] [--max-launches N] [--json FILE]
+        [--runners triton,dsl,dsl-warm] [--repeat 1] [--timeout 900] [--max-launches N]
+        [--json FILE]
 
 PATH is a triton-ascend checkout. Each tutorial (PATH/third_party/ascend/tutorials,
 at its own sizes) runs in child processes through the torch_npu shim of
 benchmarks/triton_ascend_suite.py, once per runner and repetition, alternating the
-runners: ``triton`` (``TRITON_INTERPRET=1``) and ``dsl`` (dsl.triton_compat). The child
-times only kernel launches -- Triton's ``GridExecutor.__call__`` (every
+runners:
+
+- ``triton``: Triton's interpreter (``TRITON_INTERPRET=1``);
+- ``dsl``: ours (dsl.triton_compat), each run with an empty cache folder
+  (``DSL_CACHE_DIR``): every specialization is traced and optimised in the run, as on
+  a machine that never ran the script;
+- ``dsl-warm``: ours with the on-disk IR cache (``dsl.ir_cache``) of one untimed run
+  of the same tutorial before the timed ones, as when a script runs again.
+
+The child times only kernel launches -- Triton's ``GridExecutor.__call__`` (every
 ``kernel[grid](...)``, autotuner benchmark launches included) or, for ours, the
 ``run`` methods of ``JITFunction``/``Autotuner``/``Heuristics`` that dsl.triton_compat
 patches (the outermost of nested calls) -- and logs one line per launch, so a run that
 times out still reports the launches it finished. Ours runs an autotuned kernel once,
 with its first config, which is also Triton's first benchmark launch.
 
-Per kernel the table shows the launches both runners completed (the common prefix, the
+Per kernel the table shows the launches every runner completed (the common prefix, the
 same launches when the tutorial is deterministic), the best-of-``--repeat`` time of
-those launches under each runner, the speed-up (Triton's time / ours) and whether each
+those launches under each runner, the speed-ups (Triton's time / ours) and whether each
 run passed the tutorial's own checks. A runner that fails a tutorial gets a line with
 the reason instead of a crash. ``--max-launches N`` stops every run after N launches
 (the tutorial's checks then do not run).
@@ -53,7 +62,8 @@ from triton_ascend_suite import (  # noqa: E402
 )
 
 DEFAULT_TUTORIALS = ("01", "02", "03", "04", "05", "09")
-RUNNERS = ("triton", "dsl")
+RUNNERS = ("triton", "dsl", "dsl-warm")
+OURS = ("dsl", "dsl-warm")
 
 
 # --- the child: run one tutorial, logging each launch --------------------------------
@@ -166,8 +176,8 @@ class Run:
     launches: dict[str, list[float]] = field(default_factory=dict)
 
 
-def run_tutorial(tutorial: Path, env: dict[str, str], timeout: float, max_launches: int | None) -> Run:
-    runner = env["DSL_SUITE_RUNNER"]
+def run_tutorial(tutorial: Path, runner: str, env: dict[str, str], timeout: float,
+                 max_launches: int | None) -> Run:
     handle, name = tempfile.mkstemp(prefix=f"vs-triton-{runner}-", suffix=".jsonl")
     os.close(handle)
     log = Path(name)
@@ -200,9 +210,9 @@ class KernelRow:
     counts: dict[str, int]
     seconds: dict[str, float | None]
 
-    @property
-    def speedup(self) -> float | None:
-        ours, theirs = self.seconds.get("dsl"), self.seconds.get("triton")
+    def speedup(self, runner: str = "dsl") -> float | None:
+        """Triton's time over ``runner``'s."""
+        ours, theirs = self.seconds.get(runner), self.seconds.get("triton")
         return theirs / ours if ours and theirs is not None else None
 
 
@@ -211,15 +221,16 @@ def compare(tutorial: str, runs: list[Run]) -> list[KernelRow]:
     kernels: list[str] = []
     for run in runs:
         kernels += [k for k in run.launches if k not in kernels]
+    present = [runner for runner in RUNNERS if any(run.runner == runner for run in runs)]
     rows = []
     for kernel in kernels:
         having = [run for run in runs if kernel in run.launches]
         common = min(len(run.launches[kernel]) for run in having)
         counts = {runner: max((len(r.launches[kernel]) for r in having if r.runner == runner), default=0)
-                  for runner in RUNNERS}
+                  for runner in present}
         seconds = {runner: min((sum(r.launches[kernel][:common]) for r in having if r.runner == runner),
                                default=None)
-                   for runner in RUNNERS}
+                   for runner in present}
         rows.append(KernelRow(tutorial, kernel, common, counts, seconds))
     return rows
 
@@ -237,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", type=Path, nargs="?", help="triton-ascend checkout")
     parser.add_argument("--tutorials", default=",".join(DEFAULT_TUTORIALS), help="comma-separated prefixes")
+    parser.add_argument("--runners", default=",".join(RUNNERS),
+                        help=f"comma-separated, some of {', '.join(RUNNERS)}")
     parser.add_argument("--repeat", type=int, default=1, help="runs per runner; the best counts")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per child")
     parser.add_argument("--max-launches", type=int, help="stop each run after N launches")
@@ -261,29 +274,51 @@ def main(argv: list[str] | None = None) -> int:
     limit = f"; at most {args.max_launches} launches per run" if args.max_launches else ""
     names = ", ".join(p.name for p in wanted)
     print(f"tutorials: {names}; repeat {args.repeat}; timeout {args.timeout:g}s{limit}")
-    envs = {runner: child_env(runner, memory_gib=args.memory_limit) for runner in RUNNERS}
-    broken = {runner: preflight(envs[runner]) for runner in RUNNERS}
+    runners = [r.strip() for r in args.runners.split(",") if r.strip()]
+    unknown = sorted(set(runners) - set(RUNNERS))
+    if unknown or not runners:
+        parser.error(f"--runners takes some of {', '.join(RUNNERS)}, got {args.runners!r}")
+    envs = {runner: child_env("triton" if runner == "triton" else "dsl", memory_gib=args.memory_limit)
+            for runner in runners}
+    broken = {runner: preflight(envs[runner]) for runner in runners}
     for runner, problem in broken.items():
         if problem is not None:
             print(f"runner {runner} cannot start: {problem}")
 
     all_rows: list[KernelRow] = []
     all_runs: dict[str, list[Run]] = {}
-    header = f"{'kernel':<28} {'launches':>9} {'triton-interp':>14} {'ours':>10} {'speed-up':>9}"
+    ours = [r for r in OURS if r in runners]
+    header = f"{'kernel':<28} {'launches':>9}" + "".join(f" {r:>14}" for r in runners) + \
+        "".join(f" {'x ' + r:>12}" for r in ours)
     for tutorial in wanted:
-        runs: list[Run] = []
-        for rep in range(args.repeat):
-            order = RUNNERS if rep % 2 == 0 else RUNNERS[::-1]
-            for runner in order:
-                if broken[runner] is None:
-                    runs.append(run_tutorial(tutorial, envs[runner], args.timeout, args.max_launches))
+        with tempfile.TemporaryDirectory(prefix="vs-triton-ir-") as warm_cache:
+            runs: list[Run] = []
+            envs_now = dict(envs)
+            if "dsl-warm" in envs:
+                envs_now["dsl-warm"] = envs["dsl-warm"] | {"DSL_CACHE_DIR": warm_cache}
+                if broken["dsl-warm"] is None:  # untimed: fills the IR cache
+                    run_tutorial(tutorial, "dsl-warm", envs_now["dsl-warm"], args.timeout,
+                                 args.max_launches)
+            for rep in range(args.repeat):
+                order = runners if rep % 2 == 0 else runners[::-1]
+                for runner in order:
+                    if broken[runner] is not None:
+                        continue
+                    if runner == "dsl":  # cold: a cache folder of its own, empty
+                        with tempfile.TemporaryDirectory(prefix="vs-triton-cold-") as cold:
+                            env = envs["dsl"] | {"DSL_CACHE_DIR": cold}
+                            runs.append(run_tutorial(tutorial, runner, env, args.timeout,
+                                                     args.max_launches))
+                    else:
+                        runs.append(run_tutorial(tutorial, runner, envs_now[runner], args.timeout,
+                                                 args.max_launches))
         all_runs[tutorial.name] = runs
-        print(f"\n== {tutorial.name}   checks: triton {_checks(runs, 'triton')}, ours {_checks(runs, 'dsl')}")
-        for runner in RUNNERS:
+        checks = ", ".join(f"{r} {_checks(runs, r)}" for r in runners)
+        print(f"\n== {tutorial.name}   checks: {checks}")
+        for runner in runners:
             for run in runs:
                 if run.runner == runner and run.status not in ("pass", "stopped"):
-                    label = "triton's interpreter" if runner == "triton" else "ours"
-                    print(f"  {label} failed ({run.status}): {run.reason}")
+                    print(f"  {runner} failed ({run.status}): {run.reason}")
                     break
         rows = compare(tutorial.name, runs)
         all_rows += rows
@@ -292,21 +327,26 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print("  " + header)
         for row in rows:
-            speedup = f"{row.speedup:.1f}x" if row.speedup is not None else "-"
+            speedups = "".join(f" {_ratio(row.speedup(r)):>12}" for r in ours)
             note = ""
             if len(set(row.counts.values())) > 1:
                 note = "  (launches: " + ", ".join(f"{r} {n}" for r, n in row.counts.items()) + ")"
-            print(f"  {row.kernel:<28} {row.launches:>9} {_time(row.seconds['triton']):>14} "
-                  f"{_time(row.seconds['dsl']):>10} {speedup:>9}{note}")
+            times = "".join(f" {_time(row.seconds.get(r)):>14}" for r in runners)
+            print(f"  {row.kernel:<28} {row.launches:>9}{times}{speedups}{note}")
 
     if args.json:
         payload = {
-            "path": str(root), "commit": git_commit(root),
+            "path": str(root), "commit": git_commit(root), "runners": runners,
             "runs": {name: [asdict(run) for run in runs] for name, runs in all_runs.items()},
-            "kernels": [asdict(row) | {"speedup": row.speedup} for row in all_rows],
+            "kernels": [asdict(row) | {"speedup": {r: row.speedup(r) for r in ours}}
+                        for row in all_rows],
         }
         args.json.write_text(json.dumps(payload, indent=2) + "\n")
     return 0
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}x"
 
 
 if __name__ == "__main__":

@@ -411,11 +411,16 @@ _VALUE_METHODS = ("reshape", "view", "permute", "trans", "expand_dims", "broadca
 # ----------------------------------------------------------------------------- visitor
 
 
+_NOT_FOUND = object()
+
+
 class _Visitor:
     def __init__(self, src: KernelSource, builder: Builder, scope: dict[str, Any]) -> None:
         self.src = src
         self.b = builder
         self.scope = scope
+        if builder.reads is not None:
+            builder.reads.enter(src)
         # Nothing runs after the statements being compiled: a 'return' among them ends
         # the function, so a runtime 'if' may nest one anywhere in its branches.
         self.at_tail = True
@@ -819,15 +824,22 @@ class _Visitor:
                                        "values, Python scalars and pointers can)")
             return found
         fn = self.src.fn
+        found: Any = _NOT_FOUND
         if fn.__closure__:
             for var, cell in zip(fn.__code__.co_freevars, fn.__closure__):
                 if var == name:
-                    return self.foreign(cell.cell_contents)
-        if name in fn.__globals__:
-            return self.foreign(fn.__globals__[name])
-        if hasattr(pybuiltins, name):
-            return getattr(pybuiltins, name)
-        raise self.error(node, f"unknown name '{name}'")
+                    found = self.foreign(cell.cell_contents)
+                    break
+        if found is _NOT_FOUND:
+            if name in fn.__globals__:
+                found = self.foreign(fn.__globals__[name])
+            elif hasattr(pybuiltins, name):
+                found = getattr(pybuiltins, name)
+            else:
+                raise self.error(node, f"unknown name '{name}'")
+        if self.b.reads is not None:
+            self.b.reads.record(self.src, (name,), found)
+        return found
 
     def foreign(self, obj: Any) -> Any:
         """A global the kernel names, as the DSL sees it (Triton's objects mapped)."""
@@ -891,12 +903,27 @@ class _Visitor:
 
                     builtin = missing_attribute(base, attr)
                     if builtin is not None:
+                        self._record_chain(node, builtin)
                         return builtin
                 raise self.error(node, f"'{getattr(base, '__name__', base)}' has no attribute "
                                        f"'{attr}'")
-            return self.foreign(getattr(base, attr)) if inspect.ismodule(base) else \
+            found = self.foreign(getattr(base, attr)) if inspect.ismodule(base) else \
                 getattr(base, attr)
+            self._record_chain(node, found)
+            return found
         raise self.error(node, f"attribute access on {type(base).__name__} is not supported")
+
+    def _record_chain(self, node: ast.Attribute, found: Any) -> None:
+        """Record ``a.b.c`` read from a name outside the kernel (``dsl.ir_cache``)."""
+        if self.b.reads is None:
+            return
+        path: list[str] = []
+        part: ast.expr = node
+        while isinstance(part, ast.Attribute):
+            path.append(part.attr)
+            part = part.value
+        if isinstance(part, ast.Name) and part.id not in self.scope:
+            self.b.reads.record(self.src, (part.id, *reversed(path)), found)
 
     def expr_Tuple(self, node: ast.Tuple) -> Any:
         return tuple(self.expr(e) for e in node.elts)
@@ -1595,12 +1622,15 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
 # ----------------------------------------------------------------------------- entry point
 
 
-def build_ir(src: KernelSource, specs: dict[str, ArgSpec], verify_ir: bool = True) -> Function:
+def build_ir(src: KernelSource, specs: dict[str, ArgSpec], verify_ir: bool = True,
+             reads: Any = None) -> Function:
     """Trace ``src`` under a specialization (one ``ArgSpec`` per parameter) into IR,
     verified unless ``verify_ir`` is False (``dsl.passes.optimize`` verifies its
-    result in any case)."""
+    result in any case). ``reads`` (a ``dsl.ir_cache.Reads``) records each value
+    the trace reads from outside the kernel."""
     builder = Builder(src.name)
     builder.triton_rules = src.triton
+    builder.reads = reads
     scope: dict[str, Any] = {}
     user_params: list[Param] = []
     hidden: list[Param] = []

@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from dsl import dtypes as dt
+from dsl import ir_cache
 from dsl.backends import UnknownBackendError, get_backend
 from dsl.errors import DSLCompileError, DSLLaunchError
 from dsl.frontend import (
@@ -287,14 +288,17 @@ class JITFunction(InlinableKernel):
 
     def specialize(self, specs: dict[str, ArgSpec], options: Options | None = None) -> Function:
         """The IR of one specialization (every parameter specialized), built on first
-        use and cached in memory."""
+        use (or read from the on-disk cache, ``dsl.ir_cache``) and cached in memory."""
         key = tuple((p.name, specs[p.name]) for p in self.source.params)
         fn = self._cache.get(key)
         if fn is None:
             options = options or Options.from_env()
             check = options.verify_passes
-            fn = optimize(build_ir(self.source, dict(key), verify_ir=check),
-                          dump_ir=options.dump_ir, verify_each=check)
+            fn = ir_cache.load_or_build(  # on disk: built once per machine, not per process
+                self.source, dict(key), options,
+                lambda reads: optimize(build_ir(self.source, dict(key), verify_ir=check,
+                                                reads=reads),
+                                       dump_ir=options.dump_ir, verify_each=check))
             self._cache[key] = fn
         return fn
 

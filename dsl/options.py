@@ -19,8 +19,10 @@ Environment variables (all optional):
   that a broken invariant names the pass that broke it (the test suite sets it). By
   default the IR is verified once, after the last pass: each verification re-runs
   every op's typing rule, and seven of them were a fifth of a first launch.
-- ``DSL_CACHE_DIR``: folder of generated sources, lowered kernels and shared
-  objects; default ``~/.cache/ascend-dsl``.
+- ``DSL_CACHE_DIR``: folder of generated sources, optimised IR, lowered kernels and
+  shared objects; default ``~/.cache/ascend-dsl``.
+- ``DSL_IR_CACHE=0``: do not keep or read the optimised IR of each specialization
+  on disk (``dsl.ir_cache``; on by default).
 - ``DSL_INTERPRETER_THREADS``: worker threads for independent chunks and
   programs; 0 or unset means one per core, at most 8; 1 runs on the calling thread.
 - ``DSL_LLVM_ROOT``: the MLIR/LLVM 19 installation compiled-CPU mode uses; default
@@ -67,7 +69,7 @@ def _race_mode(value: str) -> str:
 # The environment variables ``Options.from_env`` reads.
 ENVIRONMENT = ("DSL_BACKEND", "DSL_INTERPRET", "DSL_DUMP_IR", "DSL_CACHE_DIR",
                "DSL_INTERPRETER_THREADS", "DSL_LLVM_ROOT", "DSL_RACE_CHECK",
-               "DSL_VERIFY_PASSES")
+               "DSL_VERIFY_PASSES", "DSL_IR_CACHE")
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,7 @@ class Options:
     llvm_root: Path = DEFAULT_LLVM_ROOT
     race_check: str = "fast"  # "fast", "full" or "off" (see the module doc)
     verify_passes: bool = False  # verify the IR after every pass, not only the last
+    ir_cache: bool = True  # keep each specialization's optimised IR on disk (dsl.ir_cache)
 
     def __post_init__(self) -> None:
         if not isinstance(self.backend, str) or not self.backend:
@@ -142,7 +145,8 @@ class Options:
                    interpreter_threads=thread_count,
                    llvm_root=Path(env.get("DSL_LLVM_ROOT") or DEFAULT_LLVM_ROOT),
                    race_check=_race_mode(env.get("DSL_RACE_CHECK", "")),
-                   verify_passes=_flag(env.get("DSL_VERIFY_PASSES")))
+                   verify_passes=_flag(env.get("DSL_VERIFY_PASSES")),
+                   ir_cache=env.get("DSL_IR_CACHE", "").strip().lower() not in ("0", "off"))
 
     def replace(self, **changes: Any) -> Options:
         """A copy with ``changes`` applied (validated like a new record)."""

@@ -76,6 +76,9 @@ class Builder:
         # the DSL is stricter: any positive block size (the DSL wants powers of two, as
         # upstream Triton does) and a where() condition of any type (tested != 0).
         self.triton_rules = False
+        # dsl.ir_cache.Reads when the build is to be cached on disk: the front end
+        # records there each value it reads from outside the kernel
+        self.reads: Any = None
         # the hidden int32 parameter sub_vec_id() reads, made on its first call: the
         # launcher runs such a kernel's grid once per vector sub-block (dsl.jit)
         self.sub_block: Value | None = None

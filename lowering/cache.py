@@ -10,7 +10,7 @@ exclusive ``flock`` on ``<key>.lock``: the first compiles and writes, the others
 wait and then read. Each entry stores the SHA-256 of its payload; an entry that
 does not check out (truncated, edited, of another shape or format, a directory in
 its place) is compiled again and replaced, never fatal. Writes are atomic (temp
-file + rename; ``lowering.diskcache``).
+file + rename; ``dsl.diskcache``).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from dsl import diskcache
 from dsl.errors import SourceLoc
 from dsl.targets import get_target
-from lowering import diskcache
 from lowering.compiler import LoweredKernel, StageReport, cache_dir, toolchain_versions
 from lowering.triton_codegen import GeneratedKernel
 

@@ -48,10 +48,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dsl import diskcache
 from dsl.errors import DSLError
 from dsl.options import Options
 from dsl.targets import get_target
-from lowering import diskcache, workers
+from lowering import workers
 from lowering.compiler import (
     StageReport,
     TritonFrontEnd,

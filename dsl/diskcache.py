@@ -1,8 +1,8 @@
 """Verified, atomic, locked files in the on-disk cache.
 
-Both caches (lowered kernels, ``lowering.cache``; compiled-CPU shared objects,
-``lowering.cpu``) keep their entries through these helpers, so that nothing read
-from disk is trusted without checking it:
+The caches (optimised IR, ``dsl.ir_cache``; lowered kernels, ``lowering.cache``;
+compiled-CPU shared objects, ``lowering.cpu``) keep their entries through these
+helpers, so that nothing read from disk is trusted without checking it:
 
 - ``locked(path)``: an exclusive ``flock`` on ``path`` for the duration of a block,
   so that concurrent first compiles of one key are serialised and no process loads
@@ -22,6 +22,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -57,7 +58,7 @@ def write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename."""
     if path.exists() and not path.is_file():
         clear(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_bytes(data)
     os.replace(tmp, path)
 
