@@ -32,6 +32,11 @@ class DType:
     triton_name: str
     signed: bool = True  # integers: two's complement, or unsigned
 
+    def __reduce__(self) -> tuple:
+        # pickled by name: IR read back from disk (dsl.ir_cache) holds this module's
+        # own dtype objects, as a freshly built IR does
+        return (by_name, (self.name,))
+
     @property
     def is_unsigned(self) -> bool:
         return self.kind == "int" and not self.signed

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -18,6 +19,7 @@ import pytest
 
 import dsl
 from dsl import ir_cache
+from dsl.dtypes import ALL_DTYPES
 from dsl.frontend import ConstSpec, KernelSource
 from dsl.ir import format_function
 
@@ -229,9 +231,12 @@ def test_flatten_round_trip_prints_the_same_ir(kernel_from_source):
     kernel, _ = kernel_from_source("add_one", TRITON_STYLE.replace("add_one", "add_one"))
     x = np.arange(16, dtype=np.float32)
     fn = dsl.from_triton(kernel).ir(x, np.zeros_like(x), 16, BLOCK=8)
-    again = ir_cache.unflatten(ir_cache.flatten(fn))
+    again = ir_cache.unflatten(pickle.loads(pickle.dumps(ir_cache.flatten(fn))))
     assert format_function(again) == format_function(fn)
     assert again is not fn and again.params[0].value is not fn.params[0].value
+    # the dtypes read back are the module's own objects, as in a freshly built IR
+    dtypes = {id(d) for d in ALL_DTYPES}
+    assert all(id(r.type.dtype) in dtypes for op in again.walk() for r in op.results)
 
 
 def test_fingerprints_tell_values_apart():
