@@ -91,8 +91,8 @@ def load_or_build(src: KernelSource, specs: dict[str, Any], options: Options,
         return build(None)
     try:
         key = specialization_key(src, specs)
-    except Uncacheable:
-        return build(None)
+    except Exception:  # noqa: BLE001 - Uncacheable, or a value whose repr or hash fails:
+        return build(None)  # the cache never stands between a kernel and its launch
     path = options.cache_root / "ir" / key[:2] / f"{key}.ir"
     fn = load(path, src, verify_ir=options.verify_passes)
     if fn is not None:
@@ -263,8 +263,8 @@ class Reads:
             return
         try:
             entry = (owner, path, fingerprint(value))
-        except Uncacheable:
-            self.cacheable = False
+        except Exception:  # noqa: BLE001 - Uncacheable, or a repr that fails: the build
+            self.cacheable = False  # goes on, uncached
             return
         self.seen.add((owner, path))
         self.entries.append(entry)
@@ -362,7 +362,7 @@ def fingerprint(obj: Any) -> Any:
             return ("class", module, qualname)  # only its attributes are read: recorded
         if callable(obj) and module.split(".")[0] in _NAMED_MODULES:
             return ("ref", module, qualname)
-    raise Uncacheable(f"{type(obj).__name__} object {obj!r:.60}")
+    raise Uncacheable(f"a {type(obj).__name__} object")
 
 
 # ----------------------------------------------------------------------------- flattening

@@ -253,3 +253,31 @@ def test_fingerprints_tell_values_apart():
         ir_cache.fingerprint(object())
     with pytest.raises(ir_cache.Uncacheable):
         ir_cache._spec_fingerprint(ConstSpec(np.zeros(2)))
+
+
+class _NoRepr:
+    """A value whose repr fails (fingerprinting must not break the launch)."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+def test_a_value_that_cannot_be_fingerprinted_never_breaks_a_build(tmp_path,
+                                                                     kernel_from_source):
+    kernel, _ = kernel_from_source("add_one", TRITON_STYLE)
+    src = dsl.from_triton(kernel).source
+    reads = ir_cache.Reads(src)
+    reads.record(src, ("TOKEN",), _NoRepr())
+    assert not reads.cacheable
+    built = []
+    options = dsl.Options(cache_dir=tmp_path)
+
+    def build(recorder):
+        built.append(recorder)
+        return dsl.from_triton(kernel).ir(np.zeros(8, np.float32), np.zeros(8, np.float32),
+                                          8, BLOCK=8)
+
+    specs = {"BLOCK": ConstSpec(_NoRepr())}
+    fn = ir_cache.load_or_build(src, specs, options, build)
+    assert fn is not None and built == [None]  # built, without recording or storing
+    assert not (tmp_path / "ir").exists()
