@@ -207,7 +207,7 @@ def _spec_fingerprint(spec: Any) -> Any:
     if isinstance(spec, ScalarSpec):
         return ("scalar", repr(spec.dtype))
     if isinstance(spec, ConstSpec):
-        return ("const", fingerprint(spec.value))
+        return ("const", fingerprint(spec.value, by_name=False))
     raise Uncacheable(f"spec {spec!r}")
 
 
@@ -220,7 +220,7 @@ def kernel_fingerprint(src: KernelSource) -> Any:
         found = ("kernel", src.file, src.line_offset, src.col_offset, src.name, src.triton,
                  hashlib.sha256(text.encode()).hexdigest())
         src.tree._dsl_fingerprint = found  # type: ignore[attr-defined]
-    defaults = tuple((p.name, fingerprint(p.default)) for p in src.params
+    defaults = tuple((p.name, fingerprint(p.default, by_name=False)) for p in src.params
                      if p.default is not inspect.Parameter.empty)
     return (*found, defaults)
 
@@ -340,15 +340,20 @@ def _foreign(src: KernelSource, obj: Any) -> Any:
     return obj if src.translate is None else src.translate(obj)
 
 
-def fingerprint(obj: Any) -> Any:
+def fingerprint(obj: Any, by_name: bool = True) -> Any:
     """A value that is equal for two objects only when the front end treats them
     alike; raises ``Uncacheable`` for an object it cannot vouch for. A kernel's is its
-    own text (its reads are recorded separately); a user's module or class is its
-    name (a kernel can only read its attributes, which are recorded)."""
+    own text (its reads are recorded separately); a module or class is its name, as
+    a kernel can only read its attributes and those reads are recorded when it is
+    reached through a global name. A module or class given as an argument or a
+    default (``by_name=False``) is read through a parameter, which is not recorded:
+    it has no fingerprint."""
     if isinstance(obj, _PLAIN):
         return (type(obj).__name__, repr(obj))
     if isinstance(obj, (tuple, list)):
-        return (type(obj).__name__, tuple(fingerprint(item) for item in obj))
+        return (type(obj).__name__, tuple(fingerprint(item, by_name) for item in obj))
+    if isinstance(obj, (types.ModuleType, type)) and not by_name:
+        raise Uncacheable(f"{getattr(obj, '__name__', 'a module or class')} as an argument")
     if isinstance(obj, types.ModuleType):
         return ("module", obj.__name__)
     if isinstance(obj, (DType, Unsupported)):

@@ -253,6 +253,12 @@ def test_fingerprints_tell_values_apart():
         ir_cache.fingerprint(object())
     with pytest.raises(ir_cache.Uncacheable):
         ir_cache._spec_fingerprint(ConstSpec(np.zeros(2)))
+    # a module or class is known by name where its attribute reads are recorded (a
+    # global); given as a constexpr argument its reads go through a parameter
+    assert ir_cache.fingerprint(np) == ("module", "numpy")
+    for by_parameter in (np, ConstSpec, (1, np)):
+        with pytest.raises(ir_cache.Uncacheable):
+            ir_cache._spec_fingerprint(ConstSpec(by_parameter))
 
 
 class _NoRepr:
