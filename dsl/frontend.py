@@ -69,6 +69,10 @@ _PY_FUNCS = {pybuiltins.min, pybuiltins.max, pybuiltins.abs, pybuiltins.int, pyb
 # ----------------------------------------------------------------------------- sources
 
 
+class Unresolved(LookupError):
+    """A name or attribute a kernel reads from outside it that does not exist."""
+
+
 @dataclass
 class KernelSource:
     """A kernel function's parsed source, with what is needed to locate its nodes."""
@@ -110,6 +114,46 @@ class KernelSource:
             found = SourceLoc(self.file, line, col, linecache.getline(self.file, line))
             node._dsl_loc = found  # type: ignore[attr-defined]
         return found
+
+    def foreign(self, obj: Any) -> Any:
+        """An object from outside the kernel as the DSL sees it (Triton's mapped)."""
+        return obj if self.translate is None else self.translate(obj)
+
+    def resolve_name(self, name: str) -> Any:
+        """What ``name``, not a local of the kernel, means now: the function's closure
+        cell, then its globals, then builtins. The one rule the front end and
+        ``dsl.ir_cache`` (which re-checks a cached build's reads) share.
+        Raises ``Unresolved`` naming the problem."""
+        fn = self.fn
+        if fn.__closure__:
+            for var, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                if var == name:
+                    try:
+                        contents = cell.cell_contents
+                    except ValueError:  # an empty cell: assigned after the function
+                        raise Unresolved(f"'{name}' is not assigned yet where "
+                                         f"{fn.__name__} is defined") from None
+                    return self.foreign(contents)
+        if name in fn.__globals__:
+            return self.foreign(fn.__globals__[name])
+        if hasattr(pybuiltins, name):
+            return getattr(pybuiltins, name)
+        raise Unresolved(f"unknown name '{name}'")
+
+    def resolve_attribute(self, base: Any, attr: str) -> Any:
+        """``base.attr`` for a module, class or dtype ``base`` (``tl.float32``,
+        ``settings.SHIFT``): a Triton kernel may also name a ``triton.language``
+        attribute this wheel lacks but the DSL defines. Raises ``Unresolved``."""
+        if not hasattr(base, attr):
+            if self.triton and inspect.ismodule(base):
+                from dsl.triton_compat import missing_attribute  # imports this module
+
+                builtin = missing_attribute(base, attr)
+                if builtin is not None:
+                    return builtin
+            raise Unresolved(f"'{getattr(base, '__name__', base)}' has no attribute '{attr}'")
+        found = getattr(base, attr)
+        return self.foreign(found) if inspect.ismodule(base) else found
 
     @staticmethod
     def parse(fn: Callable[..., Any], translate: Callable[[Any], Any] | None = None
@@ -410,8 +454,6 @@ _VALUE_METHODS = ("reshape", "view", "permute", "trans", "expand_dims", "broadca
 
 # ----------------------------------------------------------------------------- visitor
 
-
-_NOT_FOUND = object()
 
 
 class _Visitor:
@@ -823,27 +865,13 @@ class _Visitor:
                                        f"{found.what}, which cannot flow out of it (only IR "
                                        "values, Python scalars and pointers can)")
             return found
-        fn = self.src.fn
-        found: Any = _NOT_FOUND
-        if fn.__closure__:
-            for var, cell in zip(fn.__code__.co_freevars, fn.__closure__):
-                if var == name:
-                    found = self.foreign(cell.cell_contents)
-                    break
-        if found is _NOT_FOUND:
-            if name in fn.__globals__:
-                found = self.foreign(fn.__globals__[name])
-            elif hasattr(pybuiltins, name):
-                found = getattr(pybuiltins, name)
-            else:
-                raise self.error(node, f"unknown name '{name}'")
+        try:
+            found = self.src.resolve_name(name)
+        except Unresolved as exc:
+            raise self.error(node, str(exc)) from None
         if self.b.reads is not None:
             self.b.reads.record(self.src, (name,), found)
         return found
-
-    def foreign(self, obj: Any) -> Any:
-        """A global the kernel names, as the DSL sees it (Triton's objects mapped)."""
-        return obj if self.src.translate is None else self.src.translate(obj)
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
         base = self.expr(node.value)
@@ -897,18 +925,10 @@ class _Visitor:
             # methods of Triton's dtype (``x.dtype.is_int()``) that are properties here
             return types.MethodType(lambda dtype, name=attr: getattr(dtype, name), base)
         if inspect.ismodule(base) or isinstance(base, (DType, type)):
-            if not hasattr(base, attr):
-                if self.src.triton and inspect.ismodule(base):
-                    from dsl.triton_compat import missing_attribute  # imports this module
-
-                    builtin = missing_attribute(base, attr)
-                    if builtin is not None:
-                        self._record_chain(node, builtin)
-                        return builtin
-                raise self.error(node, f"'{getattr(base, '__name__', base)}' has no attribute "
-                                       f"'{attr}'")
-            found = self.foreign(getattr(base, attr)) if inspect.ismodule(base) else \
-                getattr(base, attr)
+            try:
+                found = self.src.resolve_attribute(base, attr)
+            except Unresolved as exc:
+                raise self.error(node, str(exc)) from None
             self._record_chain(node, found)
             return found
         raise self.error(node, f"attribute access on {type(base).__name__} is not supported")

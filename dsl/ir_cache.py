@@ -46,7 +46,6 @@ it, so that the dump shows every pass.
 from __future__ import annotations
 
 import ast
-import builtins as pybuiltins
 import hashlib
 import inspect
 import os
@@ -61,7 +60,15 @@ import numpy as np
 
 from dsl import diskcache
 from dsl.dtypes import DType
-from dsl.frontend import ConstSpec, InlinableKernel, KernelSource, ScalarSpec, TensorSpec, Unsupported
+from dsl.frontend import (
+    ConstSpec,
+    InlinableKernel,
+    KernelSource,
+    ScalarSpec,
+    TensorSpec,
+    Unresolved,
+    Unsupported,
+)
 from dsl.ir import Block, Function, IRVerificationError, Op, Param, Value, format_function, verify
 from dsl.options import Options
 
@@ -298,46 +305,20 @@ def _owner(src: KernelSource, chain: tuple) -> KernelSource | None:
     return src
 
 
-_MISSING = object()
-
-
 def resolve(src: KernelSource, path: tuple[str, ...]) -> Any:
-    """What the front end finds for ``path`` from ``src``'s function now: the root
-    in its closure, globals or builtins, then attributes through modules, classes
-    and dtypes (as ``dsl.frontend``'s lookup and attribute rules do)."""
-    fn = src.fn
-    name, obj = path[0], _MISSING
-    if fn.__closure__:
-        for var, cell in zip(fn.__code__.co_freevars, fn.__closure__):
-            if var == name:
-                try:
-                    obj = cell.cell_contents
-                except ValueError:  # an empty cell
-                    raise Uncacheable(f"closure variable {name!r} is not set") from None
-    if obj is _MISSING:
-        if name in fn.__globals__:
-            obj = fn.__globals__[name]
-        elif hasattr(pybuiltins, name):
-            return getattr(pybuiltins, name)
-        else:
-            raise Uncacheable(f"unknown name {name!r}")
-    obj = _foreign(src, obj)
-    for attr in path[1:]:
-        if not (inspect.ismodule(obj) or isinstance(obj, (DType, type))):
-            raise Uncacheable(f"attribute {attr!r} of {type(obj).__name__}")
-        if not hasattr(obj, attr):
-            if src.triton and inspect.ismodule(obj):
-                from dsl.triton_compat import missing_attribute  # imports dsl.frontend
-
-                obj = missing_attribute(obj, attr)
-                continue
-            raise Uncacheable(f"no attribute {attr!r}")
-        obj = _foreign(src, getattr(obj, attr)) if inspect.ismodule(obj) else getattr(obj, attr)
+    """What the front end finds for ``path`` from ``src``'s function now: the root by
+    ``KernelSource.resolve_name``, then attributes through modules, classes and dtypes
+    by ``KernelSource.resolve_attribute`` (the front end's own rules)."""
+    try:
+        obj = src.resolve_name(path[0])
+        for attr in path[1:]:
+            if not (inspect.ismodule(obj) or isinstance(obj, (DType, type))):
+                raise Uncacheable(f"attribute {attr!r} of {type(obj).__name__}")
+            obj = src.resolve_attribute(obj, attr)
+    except Unresolved as exc:
+        raise Uncacheable(str(exc)) from None
     return obj
 
-
-def _foreign(src: KernelSource, obj: Any) -> Any:
-    return obj if src.translate is None else src.translate(obj)
 
 
 def fingerprint(obj: Any, by_name: bool = True) -> Any:

@@ -219,6 +219,24 @@ def test_errors_show_file_line_column_excerpt_and_caret(kernel, args, needle, li
     assert caret == " " * 4 + " " * (col - 1 - indent) + "^"
 
 
+def test_a_closure_variable_assigned_after_the_kernel_is_a_compile_error():
+    # the kernel's closure cell is still empty at its launch (Python raised a bare
+    # ValueError "cell is empty" from the front end before)
+    @dsl.jit
+    def late_scale(x, out):
+        i = dsl.arange(0, 4)
+        dsl.store(out, i, dsl.load(x, i) * scale)
+
+    with pytest.raises(dsl.DSLCompileError, match="'scale' is not assigned yet where "
+                                                  "late_scale is defined") as info:
+        late_scale(X4, np.empty(4, np.float32))
+    assert "* scale" in str(info.value)
+    scale = 2.0
+    out = np.empty(4, np.float32)
+    late_scale(np.arange(4, dtype=np.float32), out)
+    np.testing.assert_array_equal(out, np.arange(4) * scale)
+
+
 def test_compile_errors_hide_compiler_frames():
     with pytest.raises(dsl.DSLCompileError) as info:
         unknown_name(X4, X4)
