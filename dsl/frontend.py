@@ -447,9 +447,15 @@ _OFFSET_BUILTINS = frozenset({"reshape", "view", "permute", "trans", "expand_dim
                               "broadcast_to", "multiple_of", "max_contiguous",
                               "max_constancy"})
 
-# Builtins a block also offers as methods (``x.reshape(4, 8)``), as Triton's tensors do.
+# Builtins a block also offers as methods (``x.reshape(4, 8)``, ``x.sum(axis=1)``,
+# ``x.exp()``): Triton's tensor member functions (``triton.language.core.tensor``).
 _VALUE_METHODS = ("reshape", "view", "permute", "trans", "expand_dims", "broadcast_to",
-                  "split", "flip")
+                  "split", "flip", "ravel", "abs", "argmax", "argmin", "associative_scan",
+                  "atan2", "cdiv", "ceil", "cos", "cumprod", "cumsum", "erf", "exp", "exp2",
+                  "extract_slice", "finitef", "floor", "gather", "get_element", "histogram",
+                  "insert_slice", "isfinited", "log", "log2", "max", "min", "reduce", "rint",
+                  "rsqrt", "sigmoid", "sin", "softmax", "sort", "sqrt", "sqrt_rn", "sum",
+                  "tanh", "xor_sum")
 
 
 # ----------------------------------------------------------------------------- visitor
@@ -897,7 +903,8 @@ class _Visitor:
             if self.src.triton and attr == "numel":
                 return math.prod(base.shape)
             raise self.error(node, f"a tensor has no attribute '{attr}' (has .to, .dtype, "
-                                   f".shape, .T, {', '.join('.' + m for m in _VALUE_METHODS)})")
+                                   ".shape, .T and Triton's tensor methods: "
+                                   f"{', '.join('.' + m for m in sorted(_VALUE_METHODS))})")
         if isinstance(base, ptrs.TensorDescriptor):
             if attr in ("load", "store"):
                 return _Method(base, f"{attr}_tensor_descriptor")
@@ -1108,8 +1115,10 @@ class _Visitor:
                 raise self.error(node, "constexpr() wraps one compile-time value")
             return args[0]
         if isinstance(fn, _Method):
-            method = lang.cast if fn.name == "to" else getattr(lang, fn.name)
-            return self.call_builtin(node, method, [fn.target, *args], kwargs)
+            method = self.member_function(node, fn.name)
+            if getattr(method, "__dsl_builtin__", False):
+                return self.call_builtin(node, method, [fn.target, *args], kwargs)
+            fn, args = method, [fn.target, *args]  # (a helper kernel, say: called below)
         if fn is host_broadcast_to:  # inside a kernel, dsl.broadcast_to is the builtin
             fn = lang.broadcast_to
         if getattr(fn, "__dsl_builtin__", False):
@@ -1203,6 +1212,23 @@ class _Visitor:
         op = self.b.emit(kind, values, [Type(v.dtype, s) for v, s in zip(values, shapes)],
                          attrs={"axis": axis, **attrs}, regions=[region])
         return op.results[0] if single else tuple(op.results)
+
+    def member_function(self, node: ast.AST, name: str) -> Any:
+        """What ``x.name(...)`` of a block calls, with ``x`` first: the builtin of that
+        name, or in a Triton kernel whatever ``tl.name`` is mapped to."""
+        if name == "to":
+            return lang.cast
+        if self.src.triton:
+            import triton.language as tl  # a Triton kernel: triton is installed
+
+            try:
+                return self.src.resolve_attribute(tl, name)
+            except Unresolved as exc:
+                raise self.error(node, str(exc)) from None
+        method = getattr(lang, name, None)
+        if method is None:
+            raise self.error(node, f"a tensor has no method '{name}' in this language")
+        return method
 
     def inline_call(self, node: ast.Call, callee: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         src = callee.source
@@ -1507,6 +1533,32 @@ def _keep_dims(v: _Visitor, result: Any, axis: int, keep_dims: Any) -> Any:
     return sem.expand_dims(v.b, result, axis % (result.rank + 1))
 
 
+def _reduce_fn(v: _Visitor, node: ast.Call, input: Any, axis: Any, combine_fn: Any,
+               keep_dims: Any) -> Any:
+    """``reduce(input, axis, combine_fn)``; with ``axis=None`` every axis: the blocks are
+    flattened (row-major) and reduced along the one axis left, as Triton's ``reduce``
+    does; ``keep_dims`` then keeps one size-1 axis per axis of the input."""
+    if axis is not None:
+        return _keep_dims(v, v.combine(node, "reduce_fn", input, axis, combine_fn, {}), axis,
+                          keep_dims)
+    single = not isinstance(input, (tuple, list))
+    blocks = [sem.as_value(v.b, x) for x in ((input,) if single else input)]
+    rank = blocks[0].rank if blocks else 0
+    if rank == 0 or any(b.rank != rank for b in blocks):
+        return v.combine(node, "reduce_fn", input, axis, combine_fn, {})  # (its error)
+    flat = [sem.reshape(v.b, b, (math.prod(b.shape),)) for b in blocks]
+    result = v.combine(node, "reduce_fn", flat[0] if single else tuple(flat), 0, combine_fn, {})
+    if not keep_dims:
+        return result
+
+    def kept(value: Any) -> Any:
+        for _ in range(rank):
+            value = sem.expand_dims(v.b, value, 0)
+        return value
+
+    return kept(result) if single else tuple(kept(r) for r in result)
+
+
 def _random(kind: str) -> Callable[..., Any]:
     return lambda v, node, seed, offset, n_rounds: sem.random(v.b, kind, seed, offset, n_rounds)
 
@@ -1604,8 +1656,8 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "device_assert": lambda v, node, cond, msg: sem.device_assert(v.b, cond, msg),
     "static_print": lambda v, node, values, sep, end: print(
         *(str(x.type) if _is_value(x) else x for x in values), sep=sep, end=end),
-    "reduce": lambda v, node, input, axis, combine_fn, keep_dims: _keep_dims(
-        v, v.combine(node, "reduce_fn", input, axis, combine_fn, {}), axis, keep_dims),
+    "reduce": lambda v, node, input, axis, combine_fn, keep_dims: _reduce_fn(
+        v, node, input, axis, combine_fn, keep_dims),
     "associative_scan": lambda v, node, input, axis, combine_fn, reverse: v.combine(
         node, "scan_fn", input, axis, combine_fn, {"reverse": bool(reverse)}),
     "cumsum": lambda v, node, input, axis, reverse: sem.scan(v.b, "sum", input, axis, reverse),

@@ -130,13 +130,22 @@ def _is_tensor(obj: Any) -> bool:
     return isinstance(obj, (np.ndarray, TensorView)) or is_torch_tensor(obj)
 
 
+def int_scalar_dtype(value: int) -> dt.DType:
+    """A Python int argument's type, as Triton's launcher types it: int32 when it fits,
+    uint64 in [2**63, 2**64), else int64 (``JITFunction.scalar_spec`` refuses what
+    int64 cannot hold)."""
+    if -(2**31) <= value < 2**31:
+        return dt.int32
+    return dt.uint64 if 2**63 <= value < 2**64 else dt.int64
+
+
 def _scalar_spec(value: Any) -> ScalarSpec | None:
     if isinstance(value, (bool, np.bool_)):
         return ScalarSpec(dt.int1)
     if isinstance(value, (int, np.integer)):
         if isinstance(value, np.integer):
             return ScalarSpec(dt.from_numpy(value.dtype))
-        return ScalarSpec(dt.int32 if -(2**31) <= value < 2**31 else dt.int64)
+        return ScalarSpec(int_scalar_dtype(value))
     if isinstance(value, np.floating):
         return ScalarSpec(dt.from_numpy(value.dtype))
     if isinstance(value, float):
@@ -226,6 +235,10 @@ class JITFunction(InlinableKernel):
 
     def scalar_spec(self, name: str, value: Any) -> ScalarSpec:
         """The specialization of a runtime scalar argument."""
+        if type(value) is int and not -(2**63) <= value < 2**64:
+            raise self._def_error(
+                f"argument {name!r}: the integer {value} does not fit a 64-bit scalar "
+                "(int64 or, from 2**63, uint64)")
         spec = _scalar_spec(value)
         if spec is None:
             raise self._def_error(
@@ -402,6 +415,8 @@ class JITFunction(InlinableKernel):
         if plans is not None:  # inside planning(): record, do not run
             plans.append(launch)
             return
+        if 0 in launch.grid:  # no programs: bound and compiled (errors show), nothing runs
+            return
         run_sub_blocks(lambda one: executor.run(one, options), launch)
         for tensor in torch_tensors.values():  # autograd sees the writes
             mark_written(tensor)
@@ -561,8 +576,9 @@ class JITFunction(InlinableKernel):
 
     def grid(self, grid: Grid | None, meta: dict[str, Any], default: int = DEFAULT_PROGRAMS
              ) -> tuple[int, int, int]:
-        """The launch grid as three positive integers (``default`` programs when
-        none is given; a callable grid receives the constexpr values)."""
+        """The launch grid as three non-negative integers (``default`` programs when
+        none is given; a callable grid receives the constexpr values). A grid with no
+        programs (``cdiv(0, BLOCK)`` for an empty input) launches nothing, as Triton's."""
         if grid is None:
             grid = (default,)
         if callable(grid):
@@ -570,9 +586,9 @@ class JITFunction(InlinableKernel):
         if isinstance(grid, int):
             grid = (grid,)
         dims = tuple(grid)
-        if not 1 <= len(dims) <= 3 or not all(isinstance(g, (int, np.integer)) and g >= 1
+        if not 1 <= len(dims) <= 3 or not all(isinstance(g, (int, np.integer)) and g >= 0
                                               for g in dims):
-            raise self._def_error(f"grid must be 1 to 3 positive integers, got {grid!r}")
+            raise self._def_error(f"grid must be 1 to 3 non-negative integers, got {grid!r}")
         dims = tuple(int(g) for g in dims) + (1,) * (3 - len(dims))
         return dims  # type: ignore[return-value]
 

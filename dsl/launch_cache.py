@@ -78,8 +78,10 @@ def _runtime_key(value: Any) -> Any:
         return (kind, value.dtype, value.shape, value.strides, value.flags.writeable)
     if kind is bool or kind is float or value is None:
         return kind
-    if kind is int:
-        return (int, _INT32[0] <= value < _INT32[1])
+    if kind is int:  # the scalar's type: int32, int64 or uint64 (dsl.jit.int_scalar_dtype)
+        if not -(2**63) <= value < 2**64:
+            return None  # no 64-bit type holds it: the full path refuses it
+        return (int, _INT32[0] <= value < _INT32[1], value >= 2**63)
     if isinstance(value, (np.integer, np.floating, np.bool_)):
         return kind
     return _tensor_key(value)

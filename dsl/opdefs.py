@@ -160,11 +160,13 @@ class Combine:
     name: str
     numpy: Callable[[np.ndarray, int, np.dtype], np.ndarray]
     triton: str
-    accumulates: bool  # sum widens to its accumulator; max/min keep the dtype
+    accumulates: bool  # sum widens to its accumulator; max/min widen only 16-bit floats
 
     def accumulator(self, dtype: DType) -> DType:
         if not self.accumulates:
-            return dtype
+            # max/min of 16-bit floats reduce float32 copies (exact), as Triton's do
+            widen = self.name in ("max", "min") and dtype.is_float and dtype.bits < 32
+            return dt.float32 if widen else dtype
         if dtype.is_int:
             if dtype.bits == 64:
                 return dtype

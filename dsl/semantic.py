@@ -8,7 +8,9 @@ checks its operands, applies the rules below, and appends explicit IR ops throug
 Promotion rules (Triton's, numbered; messages refer to them):
 
 1. Kind: int1 < integer < floating. The operand of lower kind converts to the other
-   operand's dtype: ``int32 + bfloat16 -> bfloat16``.
+   operand's dtype: ``int32 + float16 -> float16``; except that ``bfloat16`` is kept
+   only when both operands are ``bfloat16``, so ``int32 + bfloat16 -> float32``
+   (Triton's ``computation_type_impl``).
 2. Width: within one kind the wider dtype wins: ``float16 + float32 -> float32``,
    ``int32 + int64 -> int64``. Integers of different signedness follow C's usual
    arithmetic conversions: the unsigned one wins when it is at least as wide
@@ -39,7 +41,10 @@ Promotion rules (Triton's, numbered; messages refer to them):
     (``numerics.tree_sum``: ``x[i] + x[i + n/2]``, then again on the halves; with no
     axis, the last axis first). Compiled-CPU mode's generated code spells the tree
     out, so it gets the interpreter's bits; on the NPU, ``tl.sum`` adds in the vector
-    unit's order. ``max``/``min`` keep the operand dtype.
+    unit's order. ``max``/``min`` of 16-bit floats give float32 (Triton widens them before
+    reducing: exact; with ``return_indices`` only bfloat16 is widened), of other dtypes
+    keep the operand's (integers narrower than 32 bits stay narrow, as triton-ascend
+    keeps them; the PyPI 3.2 wheel's ``tl.max`` widens them to int32).
 """
 
 from __future__ import annotations
@@ -105,7 +110,8 @@ def promote(a: DType, b: DType) -> DType:
     if a == b:
         return a
     if a.kind != b.kind:  # rule 1
-        return a if _KIND_RANK[a.kind] > _KIND_RANK[b.kind] else b
+        higher = a if _KIND_RANK[a.kind] > _KIND_RANK[b.kind] else b
+        return dt.float32 if higher == dt.bfloat16 else higher
     if a.kind == "int" and a.signed != b.signed:  # rule 2, mixed signedness
         unsigned, signed = (a, b) if a.is_unsigned else (b, a)
         return unsigned if unsigned.bits >= signed.bits else signed
@@ -1007,6 +1013,8 @@ def arg_reduce(b: Builder, combine: str, x: Operand, axis: Any, tie_break_left: 
     """(value, int32 index) of the largest (``argmax``) or smallest (``argmin``)
     element along ``axis``, a left fold of Triton's combine (``numerics.arg_fold``)."""
     v = as_value(b, x)
+    if v.dtype == dt.bfloat16:  # Triton's max/min reduce bfloat16 as float32 (exact)
+        v = cast(b, v, dt.float32)
     if axis is None:  # Triton flattens first
         v = reshape(b, v, (_numel(v.shape),)) if v.rank > 1 else v
         axis = 0

@@ -106,6 +106,9 @@ CHUNK_ELEMENTS = 1 << 21
 # Below this many elements a batch stays one chunk even when chunks may run on
 # several threads: handing work to a thread costs more than the work.
 PARALLEL_MIN_ELEMENTS = 1 << 16
+# A loop of a kernel whose programs wait on memory (``_waits_on_memory``) is checked
+# every this many trips: one that changes neither its values nor memory is stuck.
+STUCK_CHECK_TRIPS = 10_000
 
 # Bounds proofs kept per specialization (most recent launches' argument sets).
 PROOFS_PER_KERNEL = 64
@@ -198,6 +201,7 @@ class Interpreter:
         facts = _facts(self.fn)
         # Iterations and programs are independent unless the kernel reads what it writes.
         self.independent = not _overlaps(launch.tensors, facts.loaded, facts.stored)
+        self.waits_on_memory = facts.waits_on_memory
         self.index_slice = facts.index_slice
         # loads whose data decide other accesses' indices, run by the pre-pass itself
         # (``gather_slice``): only while the tensors they read share no memory with one
@@ -333,7 +337,13 @@ class Interpreter:
         for param, arg in zip(self.fn.params, self.launch.args):
             root.set(param.value, arg if param.role == "tensor" else np.asarray([arg]))
         per_row = _max_block(self.fn.body, nested=False)
-        if self.independent and n * per_row > self.chunk_elements:
+        if self.waits_on_memory:
+            # one program at a time, in program-id order, each to its end: a program
+            # that waits for a lock or a flag runs after the one that sets it (run in
+            # lockstep, the waiting programs' loop would hold back the others forever)
+            for row in range(n):
+                self.run_block(self.fn.body, Frame(root, ids[row:row + 1], pid[row:row + 1]))
+        elif self.independent and n * per_row > self.chunk_elements:
             step = self._chunk_rows(n, per_row)
             pooled = self._poolable(self.fn.body)
             frames = [Frame(root, ids[start:start + step], pid[start:start + step], pooled)
@@ -839,13 +849,24 @@ class Interpreter:
         +0.0, whichever the reduce keeps) are reduced again. None: reduce as usual."""
         fold = frame.fold
         reduce = COMBINES[op.attrs["combine"]].numpy
-        # the same value (a dead operand's buffer may hold a later value: the array
-        # alone does not tell) on the same rows
-        if fold is None or fold[0] != op.source.uid or fold[1] is not arr or \
-                reduce not in (max_ignoring_nan, min_ignoring_nan) or \
+        if fold is None or reduce not in (max_ignoring_nan, min_ignoring_nan) or \
                 fold[2:4] != (op.attrs["axis"], reduce is max_ignoring_nan):
             return None
-        value = fold[4]
+        # the same value (a dead operand's buffer may hold a later value: the array
+        # alone does not tell) on the same rows, or a widening float cast of it (a
+        # 16-bit float's max reduces float32 copies): exact, so the same picks
+        source, value = op.source, fold[4]
+        if source.uid != fold[0]:
+            cast = source.owner
+            if cast is None or cast.defn is not OPS["cast"] or cast.source.uid != fold[0] or \
+                    not (source.dtype.is_float and cast.source.dtype.is_float and
+                         source.dtype.bits > cast.source.dtype.bits):
+                return None
+            if frame.values.get(fold[0]) is not fold[1]:
+                return None
+            value = value.astype(op.result.dtype.np)
+        elif fold[1] is not arr:
+            return None
         if value.dtype != op.result.dtype.np:
             return None
         out = value.copy()
@@ -1126,6 +1147,7 @@ class Interpreter:
         condition, body = op.regions
         carried = [materialize(frame.get(v)) for v in op.inits]
         active: np.ndarray | None = None  # None: every row
+        trips = 0
         while True:
             (flags,) = self._run_on_rows(condition, frame, active, carried)
             rows = np.arange(frame.size) if active is None else active
@@ -1133,10 +1155,41 @@ class Interpreter:
             if not rows.shape[0]:
                 break
             active = None if rows.shape[0] == frame.size else rows
+            trips += 1
+            if trips % STUCK_CHECK_TRIPS == 0 and self.waits_on_memory:
+                before = ([np.copy(c) if isinstance(c, np.ndarray) else c for c in carried],
+                          self._written_snapshot())
+                new = self._run_on_rows(body, frame, active, carried)
+                carried = _carried_update(carried, new, active, frame.size)
+                (again,) = self._run_on_rows(condition, frame, active, carried)
+                if self._stuck(before, carried, again):
+                    raise DSLRuntimeError(
+                        f"{op.loc}: program {tuple(int(p) for p in frame.pid[0])} of kernel "
+                        f"'{self.fn.name}' waits forever in this loop: after "
+                        f"{STUCK_CHECK_TRIPS} trips a trip changes neither its values nor "
+                        "memory. Programs that wait on memory run one at a time in "
+                        "program-id order, each to its end, so a program cannot wait for "
+                        f"a later one\n{op.loc.excerpt()}")
+                continue
             new = self._run_on_rows(body, frame, active, carried)
             carried = _carried_update(carried, new, active, frame.size)
         for result, value in zip(op.results, carried):
             frame.set(result, value)
+
+    def _written_snapshot(self) -> list[bytes]:
+        """The bytes of every tensor the kernel writes (a stuck loop's check)."""
+        return [self.launch.tensors[name].buffer.tobytes()
+                for name in sorted(self.fn.tensors_written())]
+
+    def _stuck(self, before: tuple[list[Any], list[bytes]], carried: list[Any],
+               flags: np.ndarray) -> bool:
+        """Whether one more trip left the loop where it was: the same carried values,
+        the same memory, and the condition still true (a single program waiting)."""
+        values, memory = before
+        same_values = all(a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+                          if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) else a is b
+                          for a, b in zip(values, carried))  # bit for bit: NaNs, signed zeros
+        return bool(same_values and np.all(flags) and memory == self._written_snapshot())
 
     def _run_on_rows(self, region: Block, frame: Frame, rows: np.ndarray | None,
                      carried: list[Any], leading: tuple[Any, ...] = ()) -> list[np.ndarray]:
@@ -1341,6 +1394,9 @@ class _KernelFacts:
     may_fail: bool  # runs checks (IO ops) that can fail mid-launch
     flat: FlatForm | None  # the kernel's flat form, when it has one (lowering.plan)
     wide_loads: frozenset[int]  # ids of the loads ``_dot_operand_loads`` names
+    # a ``while`` loop reads memory the kernel writes (a spin lock, a flag another
+    # program sets): programs run one at a time (``_waits_on_memory``)
+    waits_on_memory: bool
     # bounds proofs of earlier launches, by ``proof_key``
     proofs: dict[tuple, tuple[bool, dict[str, list[tuple[int, int]]]]] = \
         dataclasses.field(default_factory=dict)
@@ -1353,6 +1409,16 @@ class _KernelFacts:
 
 
 _FACTS: weakref.WeakKeyDictionary[Function, _KernelFacts] = weakref.WeakKeyDictionary()
+
+
+def _waits_on_memory(fn: Function) -> bool:
+    """Whether a ``while`` loop reads (loads or atomically updates) a tensor the kernel
+    writes: its trips may wait for another program's write, which programs run side by
+    side in lockstep would never make."""
+    written = fn.tensors_written()
+    return any(op.defn.conditional_loop and any(
+        inner.defn.reads_memory and inner.tensor in written
+        for region in op.regions for inner in walk_block(region)) for op in fn.walk())
 
 
 def _facts(fn: Function) -> _KernelFacts:
@@ -1369,7 +1435,8 @@ def _facts(fn: Function) -> _KernelFacts:
             16 * sum(prod(op.result.shape) for op in fn.walk() if id(op) in data_loads)
             <= _max_block(fn.body, True),
             _last_uses(fn.body), may_fail,
-            None if may_fail or data_loads else flat_form(fn, indices), _dot_operand_loads(fn))
+            None if may_fail or data_loads else flat_form(fn, indices), _dot_operand_loads(fn),
+            _waits_on_memory(fn))
         _FACTS[fn] = facts
     return facts
 

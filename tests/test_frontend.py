@@ -17,7 +17,9 @@ from dsl.ir import Type, Value
 # (lhs, rhs, op) -> result dtype; Triton's rules as numbered in dsl.semantic
 PROMOTION_TABLE = [
     (dt.int1, dt.int32, "add", dt.int32),  # rule 1
-    (dt.int32, dt.bfloat16, "add", dt.bfloat16),  # rule 1
+    (dt.int32, dt.bfloat16, "add", dt.float32),  # rule 1: bfloat16 only with bfloat16
+    (dt.int1, dt.bfloat16, "mul", dt.float32),  # rule 1
+    (dt.int8, dt.float16, "add", dt.float16),  # rule 1
     (dt.int64, dt.float16, "mul", dt.float16),  # rule 1
     (dt.float16, dt.float32, "add", dt.float32),  # rule 2
     (dt.int32, dt.int64, "sub", dt.int64),  # rule 2

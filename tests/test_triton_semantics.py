@@ -1,0 +1,242 @@
+"""Triton kernels whose meaning this project got wrong or refused until session 17,
+each against what Triton gives: tensor member functions (``x.sum()``, ``x.exp()``),
+``reduce`` over every axis, the promotion of an integer with bfloat16, the type of
+``max``/``min`` of 16-bit floats, Python ints up to 2**64 as arguments, grids with no
+programs, and programs that wait on one another through memory (spin locks, a chain
+of flags), which the interpreter used to run in lockstep and never finish."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import torch
+from test_compiled_cpu import differential
+
+import dsl
+import dsl.triton_compat
+
+triton = pytest.importorskip("triton") if not os.environ.get("CI") else __import__("triton")
+tl = triton.language
+
+
+# ----------------------------------------------------------------------------- methods
+
+
+@triton.jit
+def _add(a, b):
+    return a + b
+
+
+@triton.jit
+def member_functions(x_ptr, o_ptr, N: tl.constexpr, SCAN: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    y = x.exp() + x.abs().sqrt()
+    if SCAN:  # (compiled-CPU mode refuses scans: triton-ascend lowers them to a library call)
+        y += x.cumsum(0)
+    tl.store(o_ptr + offs, y)
+    tl.store(o_ptr + N, x.sum())
+    tl.store(o_ptr + N + 1, x.max(axis=0))
+    tl.store(o_ptr + N + 2, x.reshape(2, N // 2).sum(axis=1).ravel().reduce(0, _add))
+
+
+def test_tensor_member_functions_call_their_builtins():
+    x = np.random.default_rng(0).standard_normal(8).astype(np.float32)
+    out = np.zeros(11, np.float32)
+    dsl.from_triton(member_functions)[(1,)](x, out, N=8, SCAN=True)
+    f64 = x.astype(np.float64)
+    want = np.exp(f64) + np.cumsum(f64) + np.sqrt(np.abs(f64))
+    np.testing.assert_allclose(out[:8], want, rtol=2e-6)
+    np.testing.assert_allclose(out[8:], [x.sum(), x.max(), x.sum()], rtol=2e-6)
+    assert out[9] == x.max()
+
+
+def test_tensor_member_functions_compiled_cpu_bit_exact(cpu_toolchain):
+    x = np.random.default_rng(1).standard_normal(8).astype(np.float32)
+    differential(dsl.from_triton(member_functions), (x, np.zeros(11, np.float32)),
+                 {"N": 8, "SCAN": False},
+                 grid=(1,))
+
+
+@triton.jit
+def reduce_everything(x_ptr, o_ptr, k_ptr, M: tl.constexpr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
+    tl.store(o_ptr, tl.reduce(x, None, _add))
+    kept = tl.reduce(x, None, _add, keep_dims=True)
+    tl.static_assert(kept.shape == (1, 1))
+    tl.store(k_ptr + tl.arange(0, 1)[:, None] + tl.arange(0, 1)[None, :], kept)
+
+
+def test_reduce_with_a_combine_function_over_every_axis():
+    """``axis=None``: Triton flattens the block and reduces it (an 'axis None out of
+    range' error before)."""
+    x = np.arange(32, dtype=np.int32).reshape(4, 8)
+    out, kept = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    dsl.from_triton(reduce_everything)[(1,)](x, out, kept, M=4, N=8)
+    assert out[0] == kept[0] == x.sum()
+
+
+# ----------------------------------------------------------------------------- types
+
+
+@triton.jit
+def int_plus_bf16(a_ptr, b_ptr, o_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    c = tl.load(a_ptr + offs) + tl.load(b_ptr + offs)
+    tl.static_assert(c.dtype == tl.float32)
+    tl.store(o_ptr + offs, c)
+
+
+def test_an_integer_with_bfloat16_computes_in_float32():
+    """Triton keeps bfloat16 only when both operands are bfloat16 (rule 1): 100 + 100.5
+    is 200.5, where a bfloat16 sum rounds it to 200."""
+    a = torch.tensor([100, 1, 2, 3], dtype=torch.int32)
+    b = torch.tensor([100.5, 0.25, 0.5, 1.0], dtype=torch.bfloat16)
+    out = torch.empty(4, dtype=torch.float32)
+    dsl.from_triton(int_plus_bf16)[(1,)](a, b, out, N=4)
+    assert out.tolist() == [200.5, 1.25, 2.5, 4.0]
+
+
+@triton.jit
+def half_max(x_ptr, o_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    m = tl.max(x, axis=0)
+    tl.static_assert(m.dtype == tl.float32)
+    tl.store(o_ptr, m * 1000.0)
+    tl.store(o_ptr + 1, x.min() * 1000.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_max_and_min_of_16_bit_floats_are_float32(dtype):
+    """Triton widens them before reducing, so ``max * 1000`` of 60000 is 6e7, not an
+    fp16 infinity."""
+    x = torch.tensor([1.0, 60000.0 if dtype == torch.float16 else 1e30, -2.0, 0.5],
+                     dtype=dtype)
+    out = torch.zeros(2, dtype=torch.float32)
+    dsl.from_triton(half_max)[(1,)](x, out, N=4)
+    assert out[0].item() == x.float().max().item() * np.float32(1000.0)
+    assert out[1].item() == -2000.0
+
+
+def test_half_max_compiled_cpu_bit_exact(cpu_toolchain):
+    x = np.random.default_rng(2).standard_normal(16).astype(np.float16) * 1000
+    differential(dsl.from_triton(half_max), (x, np.zeros(2, np.float32)), {"N": 16},
+                 grid=(1,))
+
+
+@triton.jit
+def shifted(o_ptr, s, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(o_ptr + offs, (s >> 60).to(tl.int64) + offs)
+
+
+def test_python_ints_from_2_to_the_63_are_uint64_arguments():
+    """As Triton's launcher types them (a bare OverflowError before)."""
+    out = np.zeros(4, np.int64)
+    kernel = dsl.from_triton(shifted)
+    kernel[(1,)](out, 2**63 + 5, N=4)
+    assert out.tolist() == [8, 9, 10, 11]
+    kernel[(1,)](out, 2**62, N=4)  # int64 now: a new specialization
+    assert out.tolist() == [4, 5, 6, 7]
+    with pytest.raises(dsl.DSLLaunchError, match="argument 's': the integer 18446744073709551616 "
+                                                 "does not fit a 64-bit scalar"):
+        kernel[(1,)](out, 2**64, N=4)
+
+
+# ----------------------------------------------------------------------------- grids
+
+
+@triton.jit
+def add_one(x_ptr, o_ptr, n, B: tl.constexpr):
+    offs = tl.program_id(0) * B + tl.arange(0, B)
+    m = offs < n
+    tl.store(o_ptr + offs, tl.load(x_ptr + offs, mask=m) + 1, mask=m)
+
+
+@pytest.mark.parametrize("grid", [(0,), (0, 3), (2, 0, 1)])
+def test_a_grid_without_programs_launches_nothing(grid):
+    """``cdiv(0, B)`` programs for an empty input: nothing runs, as in Triton (it was
+    refused as 'grid must be positive')."""
+    x = torch.empty(0)
+    out = torch.empty(0)
+    dsl.from_triton(add_one)[grid](x, out, 0, B=16)
+    y, o = np.ones(4, np.float32), np.zeros(4, np.float32)
+    dsl.from_triton(add_one)[grid](y, o, 4, B=16)
+    assert not o.any()
+    with pytest.raises(dsl.DSLLaunchError, match="grid must be 1 to 3 non-negative integers"):
+        dsl.from_triton(add_one)[(-1,)](y, o, 4, B=16)
+
+
+# ----------------------------------------------------------------------------- waiting
+
+
+@triton.jit
+def locked_accumulate(x_ptr, buf_ptr, lock_ptr, count_ptr, N: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + pid * N + offs)
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    tl.store(buf_ptr + offs, tl.load(buf_ptr + offs) + x)  # safe: the lock is held
+    tl.atomic_add(count_ptr, 1)
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+def test_a_spin_lock_serialises_the_programs():
+    """Triton's layer-norm-backward lock: the programs run one at a time in program-id
+    order (run side by side, the waiting programs' loop never let the holder reach its
+    release: the launch hung)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((6, 16)).astype(np.float32)
+    buf, lock, count = np.zeros(16, np.float32), np.zeros(1, np.int32), np.zeros(1, np.int32)
+    dsl.from_triton(locked_accumulate)[(6,)](x, buf, lock, count, N=16)
+    want = np.zeros(16, np.float32)
+    for row in x:  # in program-id order
+        want = want + row
+    np.testing.assert_array_equal(buf, want)
+    assert lock[0] == 0 and count[0] == 6
+
+
+@triton.jit
+def chained_prefix(flag_ptr, value_ptr, o_ptr):
+    pid = tl.program_id(0)
+    prev = 0
+    if pid > 0:
+        while tl.atomic_add(flag_ptr + pid - 1, 0) == 0:
+            pass
+        prev = tl.load(value_ptr + pid - 1, volatile=True)
+    v = prev + pid + 1
+    tl.store(value_ptr + pid, v)
+    tl.atomic_xchg(flag_ptr + pid, 1)
+    tl.store(o_ptr + pid, v)
+
+
+def test_a_program_waits_for_the_flag_of_the_one_before():
+    """A decoupled look-back: each program waits for its predecessor's flag."""
+    flags, values, out = (np.zeros(5, np.int32) for _ in range(3))
+    dsl.from_triton(chained_prefix)[(5,)](flags, values, out)
+    assert out.tolist() == np.cumsum(np.arange(1, 6)).tolist()
+
+
+@triton.jit
+def waits_for_the_next(flag_ptr, o_ptr, G):
+    pid = tl.program_id(0)
+    if pid < G - 1:
+        while tl.atomic_add(flag_ptr + pid + 1, 0) == 0:
+            pass
+    tl.atomic_xchg(flag_ptr + pid, 1)
+    tl.store(o_ptr + pid, pid)
+
+
+def test_a_program_that_waits_for_a_later_one_is_an_error_not_a_hang():
+    """Programs run in program-id order, so program 0 would wait forever: after
+    ``STUCK_CHECK_TRIPS`` trips that change neither values nor memory the launch stops
+    with an error at the loop, and nothing is written."""
+    flags, out = np.zeros(3, np.int32), np.full(3, -1, np.int32)
+    with pytest.raises(dsl.DSLRuntimeError, match=r"program \(0, 0, 0\) of kernel "
+                                                  r"'waits_for_the_next' waits forever") as info:
+        dsl.from_triton(waits_for_the_next)[(3,)](flags, out, 3)
+    assert "while tl.atomic_add(flag_ptr + pid + 1, 0) == 0:" in str(info.value)
+    assert out.tolist() == [-1, -1, -1] and flags.tolist() == [0, 0, 0]
