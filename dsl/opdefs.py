@@ -430,7 +430,8 @@ def _check_random(op: Op) -> str | None:
 
 def _check_dot(op: Op) -> str | None:
     a, b, acc = op.lhs.shape, op.rhs.shape, op.require("acc")
-    if len(a) != 2 or len(b) != 2 or a[1] != b[0] or op.result.shape != (a[0], b[1]):
+    if len(a) not in (2, 3) or len(b) != len(a) or a[-1] != b[-2] or a[:-2] != b[:-2] or \
+            op.result.shape != a[:-1] + b[-1:]:
         return f"dot of {op.lhs.type} and {op.rhs.type} is not {op.result.type}"
     if acc.type != op.result.type or op.lhs.dtype != op.rhs.dtype:
         return f"operand types {op.lhs.type}, {op.rhs.type}, acc {acc.type}"

@@ -893,14 +893,18 @@ MIN_DOT_SIZE = 16  # Triton's lower bound on M, N and K
 
 def dot(b: Builder, x: Operand, y: Operand, acc: Operand | None, input_precision: Any,
         out_dtype: Any) -> Value:
-    """``acc + x @ y`` of 2-D blocks (Triton's ``dot``): fp16/bf16/fp32 operands
-    accumulate in float32 (or float16 when asked), int8 in int32."""
+    """``acc + x @ y`` of 2-D blocks, or of 3-D blocks batched along their first axis
+    (Triton's ``dot``): fp16/bf16/fp32 operands accumulate in float32 (or float16 when
+    asked), int8 in int32."""
     xv, yv = as_value(b, x), as_value(b, y)
-    if xv.rank != 2 or yv.rank != 2:
-        raise b.error(f"dot() multiplies 2-D blocks, got {list(xv.shape)} and {list(yv.shape)}")
-    if xv.shape[1] != yv.shape[0]:
+    if xv.rank not in (2, 3) or yv.rank != xv.rank:
+        raise b.error(f"dot() multiplies two 2-D blocks or two 3-D blocks (a batch), got "
+                      f"{list(xv.shape)} and {list(yv.shape)}")
+    if xv.shape[-1] != yv.shape[-2]:
         raise b.error(f"dot() inner dimensions differ: {list(xv.shape)} @ {list(yv.shape)}")
-    if min(xv.shape + yv.shape) < MIN_DOT_SIZE and not b.triton_rules:  # triton-ascend: any
+    if xv.rank == 3 and xv.shape[0] != yv.shape[0]:
+        raise b.error(f"dot() batch dimensions differ: {list(xv.shape)} @ {list(yv.shape)}")
+    if min(xv.shape[-2:] + yv.shape[-2:]) < MIN_DOT_SIZE and not b.triton_rules:  # any there
         raise b.error(f"dot() needs M, N and K of at least {MIN_DOT_SIZE} (Triton's bound), "
                       f"got {list(xv.shape)} @ {list(yv.shape)}")
     for v in (xv, yv):
@@ -922,7 +926,7 @@ def dot(b: Builder, x: Operand, y: Operand, acc: Operand | None, input_precision
     else:
         raise b.error(f"dot() out_dtype {out_dtype} is not supported for {xv.dtype.name} "
                       "operands (float32, or float16 for float16 operands)")
-    shape = (xv.shape[0], yv.shape[1])
+    shape = xv.shape[:-1] + yv.shape[-1:]
     if acc is None:
         accv = constant(b, 0, out, shape)
     else:

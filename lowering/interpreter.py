@@ -1538,6 +1538,8 @@ def dot_accumulation(op: Op) -> tuple[Op, ...] | None:
         if len(users) != 1 or HANDLERS[users[0].kind] is not Interpreter.op_dot:
             return None
         d = users[0]
+        if d.result.rank != 2:  # (the batched tiles of dot_steps are 2-D dots')
+            return None
         if id(d) not in top or d.require("acc") is not arg or out is not d.result \
                 or sum(v is arg for v in d.operands) != 1 or len(d.result.users) != 1:
             return None

@@ -240,3 +240,64 @@ def test_a_program_that_waits_for_a_later_one_is_an_error_not_a_hang():
         dsl.from_triton(waits_for_the_next)[(3,)](flags, out, 3)
     assert "while tl.atomic_add(flag_ptr + pid + 1, 0) == 0:" in str(info.value)
     assert out.tolist() == [-1, -1, -1] and flags.tolist() == [0, 0, 0]
+
+
+# ----------------------------------------------------------------------------- batched dot
+
+
+@triton.jit
+def batched_dot(a_ptr, b_ptr, c_ptr, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr,
+                K: tl.constexpr):
+    bi = tl.arange(0, B)[:, None, None]
+    a = tl.load(a_ptr + bi * M * K + tl.arange(0, M)[None, :, None] * K
+                + tl.arange(0, K)[None, None, :])
+    b = tl.load(b_ptr + bi * K * N + tl.arange(0, K)[None, :, None] * N
+                + tl.arange(0, N)[None, None, :])
+    c = tl.dot(a, b, tl.full((B, M, N), 1.0, tl.float32))
+    tl.store(c_ptr + bi * M * N + tl.arange(0, M)[None, :, None] * N
+             + tl.arange(0, N)[None, None, :], c)
+
+
+def _batched_operands():
+    rng = np.random.default_rng(4)
+    return (rng.standard_normal((2, 16, 32)).astype(np.float16),
+            rng.standard_normal((2, 32, 16)).astype(np.float16))
+
+
+def test_a_dot_of_3d_blocks_multiplies_each_batch():
+    """Triton's batched ``dot`` (it was refused: 'dot() multiplies 2-D blocks')."""
+    a, b = _batched_operands()
+    c = np.zeros((2, 16, 16), np.float32)
+    dsl.from_triton(batched_dot)[(1,)](a, b, c, B=2, M=16, N=16, K=32)
+    exact = 1.0 + np.matmul(a.astype(np.float64), b.astype(np.float64))
+    bound = 2 * 32 * np.finfo(np.float32).eps * (1 + np.matmul(np.abs(a.astype(np.float64)),
+                                                               np.abs(b.astype(np.float64))))
+    assert (np.abs(c - exact) <= bound).all()
+
+
+def test_a_batched_dot_compiled_cpu_and_lowered(cpu_toolchain):
+    a, b = _batched_operands()
+    kernel = dsl.from_triton(batched_dot)
+    bound = 2 * 32 * np.finfo(np.float32).eps * (1 + np.matmul(np.abs(a.astype(np.float64)),
+                                                               np.abs(b.astype(np.float64))))
+    differential(kernel, (a, b, np.zeros((2, 16, 16), np.float32)),
+                 {"B": 2, "M": 16, "N": 16, "K": 32}, grid=(1,),
+                 within={"c_ptr": bound.reshape(-1)})
+    f16, f32 = dsl.tensor_spec("float16"), dsl.tensor_spec("float32")
+    lowered = kernel.lower(f16, f16, f32, B=2, M=16, N=16, K=32, target="Ascend910B4")
+    assert lowered.hivm and "tl.dot(" in lowered.triton
+
+
+@triton.jit
+def mismatched_batches(a_ptr, c_ptr):
+    a = tl.load(a_ptr + tl.arange(0, 16)[:, None, None] * 0 + tl.arange(0, 16)[None, :, None] * 0
+                + tl.arange(0, 16)[None, None, :] * 0)
+    b = tl.reshape(a, (2, 8, 16, 16)).sum(axis=0)
+    tl.store(c_ptr, tl.sum(tl.sum(tl.sum(tl.dot(a, b), 2), 1), 0))
+
+
+def test_a_dot_of_blocks_with_different_batches_is_refused_at_its_line():
+    with pytest.raises(dsl.DSLCompileError, match=r"dot\(\) batch dimensions differ: "
+                                                  r"\[16, 16, 16\] @ \[8, 16, 16\]"):
+        dsl.from_triton(mismatched_batches)[(1,)](np.zeros(1, np.float32),
+                                                  np.zeros(1, np.float32))
