@@ -1147,7 +1147,7 @@ class Interpreter:
         condition, body = op.regions
         carried = [materialize(frame.get(v)) for v in op.inits]
         active: np.ndarray | None = None  # None: every row
-        trips = 0
+        trips, check = 0, None
         while True:
             (flags,) = self._run_on_rows(condition, frame, active, carried)
             rows = np.arange(frame.size) if active is None else active
@@ -1155,14 +1155,8 @@ class Interpreter:
             if not rows.shape[0]:
                 break
             active = None if rows.shape[0] == frame.size else rows
-            trips += 1
-            if trips % STUCK_CHECK_TRIPS == 0 and self.waits_on_memory:
-                before = ([np.copy(c) if isinstance(c, np.ndarray) else c for c in carried],
-                          self._written_snapshot())
-                new = self._run_on_rows(body, frame, active, carried)
-                carried = _carried_update(carried, new, active, frame.size)
-                (again,) = self._run_on_rows(condition, frame, active, carried)
-                if self._stuck(before, carried, again):
+            if check is not None:  # (the condition runs once a trip: it may have effects)
+                if self._stuck(check, carried, flags):
                     raise DSLRuntimeError(
                         f"{op.loc}: program {tuple(int(p) for p in frame.pid[0])} of kernel "
                         f"'{self.fn.name}' waits forever in this loop: after "
@@ -1170,7 +1164,11 @@ class Interpreter:
                         "memory. Programs that wait on memory run one at a time in "
                         "program-id order, each to its end, so a program cannot wait for "
                         f"a later one\n{op.loc.excerpt()}")
-                continue
+                check = None
+            trips += 1
+            if trips % STUCK_CHECK_TRIPS == 0 and self.waits_on_memory:
+                check = ([np.copy(c) if isinstance(c, np.ndarray) else c for c in carried],
+                         self._written_snapshot())
             new = self._run_on_rows(body, frame, active, carried)
             carried = _carried_update(carried, new, active, frame.size)
         for result, value in zip(op.results, carried):

@@ -301,3 +301,20 @@ def test_a_dot_of_blocks_with_different_batches_is_refused_at_its_line():
                                                   r"\[16, 16, 16\] @ \[8, 16, 16\]"):
         dsl.from_triton(mismatched_batches)[(1,)](np.zeros(1, np.float32),
                                                   np.zeros(1, np.float32))
+
+
+@triton.jit
+def count_to(counter_ptr, trips_ptr, LIMIT: tl.constexpr):
+    trips = 0
+    while tl.atomic_add(counter_ptr, 1) < LIMIT:
+        trips += 1
+    tl.store(trips_ptr + tl.program_id(0), trips)
+
+
+def test_a_waiting_loop_runs_its_condition_once_a_trip():
+    """The stuck-loop check (every ``STUCK_CHECK_TRIPS`` trips) compares with the next
+    trip's own condition: a condition with an effect (an atomic add) is never run an
+    extra time. One program counts to 21,000; the second finds the counter past it."""
+    counter, trips = np.zeros(1, np.int32), np.full(2, -1, np.int32)
+    dsl.from_triton(count_to)[(2,)](counter, trips, LIMIT=21_000)
+    assert trips.tolist() == [21_000, 0] and counter[0] == 21_002
