@@ -106,9 +106,11 @@ CHUNK_ELEMENTS = 1 << 21
 # Below this many elements a batch stays one chunk even when chunks may run on
 # several threads: handing work to a thread costs more than the work.
 PARALLEL_MIN_ELEMENTS = 1 << 16
-# A loop of a kernel whose programs wait on memory (``_waits_on_memory``) is checked
+# A loop of a kernel whose programs wait on memory (``Interpreter.waits_on_memory``) is checked
 # every this many trips: one that changes neither its values nor memory is stuck.
 STUCK_CHECK_TRIPS = 10_000
+# ... and one that waits on memory stops when memory stays the same for this many checks.
+QUIET_WINDOWS = 10
 
 # Bounds proofs kept per specialization (most recent launches' argument sets).
 PROOFS_PER_KERNEL = 64
@@ -201,7 +203,10 @@ class Interpreter:
         facts = _facts(self.fn)
         # Iterations and programs are independent unless the kernel reads what it writes.
         self.independent = not _overlaps(launch.tensors, facts.loaded, facts.stored)
-        self.waits_on_memory = facts.waits_on_memory
+        # a while loop reads memory the launch writes (through any argument: the same
+        # tensor may be passed twice): programs run one at a time (``_run_grid``)
+        self.waits_on_memory = bool(facts.waited_on) and \
+            _overlaps(launch.tensors, facts.waited_on, facts.stored)
         self.index_slice = facts.index_slice
         # loads whose data decide other accesses' indices, run by the pre-pass itself
         # (``gather_slice``): only while the tensors they read share no memory with one
@@ -1147,7 +1152,11 @@ class Interpreter:
         condition, body = op.regions
         carried = [materialize(frame.get(v)) for v in op.inits]
         active: np.ndarray | None = None  # None: every row
-        trips, check = 0, None
+        trips, check, window, quiet = 0, None, None, 0
+        # memory a trip may change: none when the loop writes nothing and no other
+        # program runs meanwhile (then a snapshot is not worth its copy)
+        watched = self.waits_on_memory or any(
+            inner.defn.writes_memory for region in op.regions for inner in walk_block(region))
         while True:
             (flags,) = self._run_on_rows(condition, frame, active, carried)
             rows = np.arange(frame.size) if active is None else active
@@ -1156,38 +1165,51 @@ class Interpreter:
                 break
             active = None if rows.shape[0] == frame.size else rows
             if check is not None:  # (the condition runs once a trip: it may have effects)
-                if self._stuck(check, carried, flags):
-                    raise DSLRuntimeError(
-                        f"{op.loc}: program {tuple(int(p) for p in frame.pid[0])} of kernel "
-                        f"'{self.fn.name}' waits forever in this loop: after "
-                        f"{STUCK_CHECK_TRIPS} trips a trip changes neither its values nor "
-                        "memory. Programs that wait on memory run one at a time in "
-                        "program-id order, each to its end, so a program cannot wait for "
-                        f"a later one\n{op.loc.excerpt()}")
+                if self._stuck(check, carried):
+                    raise self._waits_forever(op, frame, f"after {trips} trips a trip "
+                                                         "changes neither its values nor memory")
                 check = None
             trips += 1
-            if trips % STUCK_CHECK_TRIPS == 0 and self.waits_on_memory:
+            if trips % STUCK_CHECK_TRIPS == 0:
+                # a trip that changes nothing repeats forever (the other programs wait at
+                # this loop, or have run to their end); a program that waits on memory
+                # no other program can change any more also spins forever, counting or not
+                memory = self._written_snapshot() if watched else []
                 check = ([np.copy(c) if isinstance(c, np.ndarray) else c for c in carried],
-                         self._written_snapshot())
+                         memory)
+                quiet = quiet + 1 if memory == window else 0
+                window = memory
+                if self.waits_on_memory and quiet >= QUIET_WINDOWS:
+                    raise self._waits_forever(op, frame, f"memory has not changed in "
+                                                         f"{quiet * STUCK_CHECK_TRIPS} trips")
             new = self._run_on_rows(body, frame, active, carried)
             carried = _carried_update(carried, new, active, frame.size)
         for result, value in zip(op.results, carried):
             frame.set(result, value)
+
+    def _waits_forever(self, op: Op, frame: Frame, why: str) -> DSLRuntimeError:
+        """The error of a ``while`` loop that can never end (``op_while``)."""
+        how = ("Programs that wait on memory run one at a time in program-id order, each "
+               "to its end, so a program cannot wait for a later one" if self.waits_on_memory
+               else "The programs run this loop side by side, and nothing else runs until "
+               "they leave it")
+        return DSLRuntimeError(
+            f"{op.loc}: program {tuple(int(p) for p in frame.pid[0])} of kernel "
+            f"'{self.fn.name}' waits forever in this loop: {why}. {how}\n{op.loc.excerpt()}")
 
     def _written_snapshot(self) -> list[bytes]:
         """The bytes of every tensor the kernel writes (a stuck loop's check)."""
         return [self.launch.tensors[name].buffer.tobytes()
                 for name in sorted(self.fn.tensors_written())]
 
-    def _stuck(self, before: tuple[list[Any], list[bytes]], carried: list[Any],
-               flags: np.ndarray) -> bool:
-        """Whether one more trip left the loop where it was: the same carried values,
-        the same memory, and the condition still true (a single program waiting)."""
+    def _stuck(self, before: tuple[list[Any], list[bytes]], carried: list[Any]) -> bool:
+        """Whether one more trip left the loop where it was, its condition still true:
+        the same carried values and the same memory."""
         values, memory = before
         same_values = all(a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
                           if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) else a is b
                           for a, b in zip(values, carried))  # bit for bit: NaNs, signed zeros
-        return bool(same_values and np.all(flags) and memory == self._written_snapshot())
+        return same_values and (not memory or memory == self._written_snapshot())
 
     def _run_on_rows(self, region: Block, frame: Frame, rows: np.ndarray | None,
                      carried: list[Any], leading: tuple[Any, ...] = ()) -> list[np.ndarray]:
@@ -1392,9 +1414,10 @@ class _KernelFacts:
     may_fail: bool  # runs checks (IO ops) that can fail mid-launch
     flat: FlatForm | None  # the kernel's flat form, when it has one (lowering.plan)
     wide_loads: frozenset[int]  # ids of the loads ``_dot_operand_loads`` names
-    # a ``while`` loop reads memory the kernel writes (a spin lock, a flag another
-    # program sets): programs run one at a time (``_waits_on_memory``)
-    waits_on_memory: bool
+    # the tensors ``while`` loops read (loads, atomics): when one shares memory with a
+    # tensor the kernel writes (a spin lock, a flag another program sets), programs run
+    # one at a time (``Interpreter.waits_on_memory``)
+    waited_on: frozenset[str]
     # bounds proofs of earlier launches, by ``proof_key``
     proofs: dict[tuple, tuple[bool, dict[str, list[tuple[int, int]]]]] = \
         dataclasses.field(default_factory=dict)
@@ -1409,14 +1432,13 @@ class _KernelFacts:
 _FACTS: weakref.WeakKeyDictionary[Function, _KernelFacts] = weakref.WeakKeyDictionary()
 
 
-def _waits_on_memory(fn: Function) -> bool:
-    """Whether a ``while`` loop reads (loads or atomically updates) a tensor the kernel
-    writes: its trips may wait for another program's write, which programs run side by
-    side in lockstep would never make."""
-    written = fn.tensors_written()
-    return any(op.defn.conditional_loop and any(
-        inner.defn.reads_memory and inner.tensor in written
-        for region in op.regions for inner in walk_block(region)) for op in fn.walk())
+def _waited_on(fn: Function) -> frozenset[str]:
+    """The tensors a ``while`` loop reads (loads or atomically updates): if the launch
+    writes one of them (or memory it shares), the loop's trips may wait for another
+    program's write, which programs run side by side in lockstep would never make."""
+    return frozenset(inner.tensor for op in fn.walk() if op.defn.conditional_loop
+                     for region in op.regions for inner in walk_block(region)
+                     if inner.defn.reads_memory)
 
 
 def _facts(fn: Function) -> _KernelFacts:
@@ -1434,7 +1456,7 @@ def _facts(fn: Function) -> _KernelFacts:
             <= _max_block(fn.body, True),
             _last_uses(fn.body), may_fail,
             None if may_fail or data_loads else flat_form(fn, indices), _dot_operand_loads(fn),
-            _waits_on_memory(fn))
+            _waited_on(fn))
         _FACTS[fn] = facts
     return facts
 

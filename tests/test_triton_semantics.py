@@ -318,3 +318,61 @@ def test_a_waiting_loop_runs_its_condition_once_a_trip():
     counter, trips = np.zeros(1, np.int32), np.full(2, -1, np.int32)
     dsl.from_triton(count_to)[(2,)](counter, trips, LIMIT=21_000)
     assert trips.tolist() == [21_000, 0] and counter[0] == 21_002
+
+
+@triton.jit
+def chain_through_two_arguments(flags_read, flags_written, out_ptr):
+    pid = tl.program_id(0)
+    if pid > 0:
+        while tl.load(flags_read + pid - 1, volatile=True) == 0:
+            pass
+    tl.store(out_ptr + pid, pid)
+    tl.atomic_xchg(flags_written + pid, 1)
+
+
+def test_programs_wait_one_at_a_time_when_one_tensor_is_passed_as_two_arguments():
+    """The loop reads ``flags_read``, the kernel writes ``flags_written``: the same
+    memory in this launch (it hung: the choice looked at names only)."""
+    flags, out = torch.zeros(3, dtype=torch.int32), torch.full((3,), -1, dtype=torch.int32)
+    dsl.from_triton(chain_through_two_arguments)[(3,)](flags, flags, out)
+    assert out.tolist() == [0, 1, 2] and flags.tolist() == [1, 1, 1]
+
+
+@triton.jit
+def waits_counting(flag_ptr, o_ptr, G):
+    pid = tl.program_id(0)
+    spins = 0
+    if pid < G - 1:
+        while tl.atomic_add(flag_ptr + pid + 1, 0) == 0:
+            spins += 1
+    tl.atomic_xchg(flag_ptr + pid, 1)
+    tl.store(o_ptr + pid, spins)
+
+
+def test_a_waiting_program_that_counts_its_trips_still_stops(monkeypatch):
+    """Its values change every trip, but memory stays the same for ``QUIET_WINDOWS``
+    checks: no other program can change it any more."""
+    from lowering import interpreter
+
+    monkeypatch.setattr(interpreter, "STUCK_CHECK_TRIPS", 500)
+    flags, out = np.zeros(2, np.int32), np.full(2, -1, np.int32)
+    with pytest.raises(dsl.DSLRuntimeError, match="memory has not changed in 5000 trips"):
+        dsl.from_triton(waits_counting)[(2,)](flags, out, 2)
+    assert out.tolist() == [-1, -1]
+
+
+@triton.jit
+def waits_for_nothing(flag_ptr, o_ptr):
+    while tl.load(flag_ptr) == 0:
+        pass
+    tl.store(o_ptr + tl.program_id(0), 1)
+
+
+def test_a_loop_that_changes_nothing_stops_in_lockstep_too():
+    """The kernel writes nothing the loop reads, so its programs run side by side; a
+    trip that changes nothing would repeat forever (on a device too)."""
+    flag, out = np.zeros(1, np.int32), np.zeros(4, np.int32)
+    with pytest.raises(dsl.DSLRuntimeError, match="waits forever in this loop: after 10000 "
+                                                  "trips a trip changes neither"):
+        dsl.from_triton(waits_for_nothing)[(4,)](flag, out)
+    assert not out.any()
