@@ -127,11 +127,12 @@ def missing_attribute(module: types.ModuleType, name: str) -> Any:
 # ----------------------------------------------------------------------------- kernels
 
 
-def _unwrap(kernel: Any) -> tuple[Callable[..., Any], list[Any], list[dict[str, Any]]]:
-    """(Python function, autotune configs, heuristics outermost first) of a Triton
-    kernel object, or of a plain function."""
+def _unwrap(kernel: Any) -> tuple[Callable[..., Any], list[Any], list[dict[str, Any]], Any]:
+    """(Python function, autotune configs, heuristics outermost first, the
+    ``Autotuner`` or None) of a Triton kernel object, or of a plain function."""
     configs: list[Any] = []
     heuristics: list[dict[str, Any]] = []
+    tuner = None
     seen = 0
     while not isinstance(kernel, types.FunctionType):
         seen += 1
@@ -139,22 +140,34 @@ def _unwrap(kernel: Any) -> tuple[Callable[..., Any], list[Any], list[dict[str, 
             raise DSLLaunchError(f"from_triton() needs a @triton.jit kernel or a Python "
                                  f"function, got {type(kernel).__name__}")
         if hasattr(kernel, "configs"):
-            configs = list(kernel.configs)
+            configs, tuner = list(kernel.configs), kernel
         elif isinstance(getattr(kernel, "values", None), dict):
             heuristics.append(dict(kernel.values))
         kernel = kernel.fn
-    return kernel, configs, heuristics
+    return kernel, configs, heuristics, tuner
+
+
+def _all_kwargs(config: Any) -> dict[str, Any]:
+    """A config's keywords (``triton.Config.all_kwargs()``; a plain dict as it is)."""
+    return dict(config.all_kwargs() if hasattr(config, "all_kwargs") else
+                getattr(config, "kwargs", config))
 
 
 class TritonKernel(JITFunction):
     """A Triton kernel adapted to this project (see ``from_triton``)."""
 
     def __init__(self, fn: Callable[..., Any], configs: list[Any] | None = None,
-                 heuristics: list[dict[str, Any]] | None = None, config: Any = 0) -> None:
+                 heuristics: list[dict[str, Any]] | None = None, config: Any = None,
+                 tuner: Any = None) -> None:
         super().__init__(fn, KernelSource.parse(fn, translate))
         self.configs = list(configs or [])
         self.heuristics = list(heuristics or [])
-        self.config = self._pick(config)
+        self.tuner = tuner  # the Autotuner: its prune, reset_to_zero and pre_hook
+        # the config to run; unless one is stated, a launch runs the first config the
+        # autotuner's prune keeps for its arguments (this one when nothing is pruned)
+        self.config = self._pick(0 if config is None else config)
+        self._stated = config is not None
+        self._call_config: Any = None  # the config of the launch running now
 
     def __repr__(self) -> str:
         return f"<dsl kernel {self.name} from triton>"
@@ -172,7 +185,56 @@ class TritonKernel(JITFunction):
     def with_config(self, config: Any) -> TritonKernel:
         """The same kernel running ``config`` (an index into the autotune configs or
         a ``triton.Config``)."""
-        return TritonKernel(self.fn, self.configs, self.heuristics, config)
+        return TritonKernel(self.fn, self.configs, self.heuristics, config, self.tuner)
+
+    def _launch(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any,
+                backend: str | None = None, options: Any = None, hot_tried: bool = False
+                ) -> None:
+        """An autotuned kernel's launch as Triton's ``Autotuner.run`` makes it: the
+        stated config, or the first one the autotuner's ``prune_configs_by`` keeps
+        (there is no device to time them on); with several configs, the
+        ``reset_to_zero`` tensors zeroed (Triton zeroes them after timing the configs);
+        then the config's ``pre_hook``; then the kernel."""
+        if not self.configs:
+            super()._launch(args, kwargs, grid, backend, options, hot_tried)
+            return
+        names = [p.name for p in self.source.params]
+        nargs = dict(zip(names, args))
+        config = self.config if self._stated else self._first_kept(nargs, kwargs)
+        full = {**nargs, **kwargs, **_all_kwargs(config)}
+        if len(self.configs) > 1 and self.tuner is not None:
+            if getattr(self.tuner, "user_defined_pre_hook", False):
+                self.tuner.pre_hook(full, reset_only=True)
+            for name in getattr(self.tuner, "reset_to_zero", ()):
+                tensor = full[name]
+                tensor.zero_() if hasattr(tensor, "zero_") else tensor.fill(0)
+        if getattr(config, "pre_hook", None) is not None:
+            config.pre_hook(full)
+        self._call_config = config
+        try:
+            super()._launch(args, kwargs, grid, backend, options, hot_tried)
+        finally:
+            self._call_config = None
+
+    def _first_kept(self, nargs: dict[str, Any], kwargs: dict[str, Any]) -> Any:
+        """The first config that the autotuner's ``early_config_prune`` and
+        ``perf_model``/``top_k`` keep, as ``Autotuner.prune_configs`` prunes them."""
+        kept = self.configs
+        prune = getattr(self.tuner, "early_config_prune", None)
+        if prune is not None:
+            kept = list(prune(self.configs, nargs, **kwargs))
+        model = getattr(self.tuner, "perf_model", None)
+        if model is not None and kept:
+            top_k = getattr(self.tuner, "configs_top_k", 1.0)
+            if isinstance(top_k, float) and top_k <= 1.0:
+                top_k = int(len(self.configs) * top_k)
+            if len(kept) > top_k:
+                timing = {id(c): model(**nargs, **kwargs, **_all_kwargs(c)) for c in kept}
+                kept = sorted(kept, key=lambda c: timing[id(c)])[:top_k]
+        if not kept:
+            raise DSLLaunchError(f"{self.name}: the autotuner's prune_configs_by kept none of "
+                                 f"its {len(self.configs)} configs")
+        return kept[0]
 
     def signature_bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """Triton's launch: compiler options dropped, the config's and heuristics'
@@ -182,8 +244,9 @@ class TritonKernel(JITFunction):
         # Triton hands keywords that are not parameters (num_warps, ...) to its
         # compiler, which ignores the ones it does not know: here all are compiler's
         kwargs = {k: v for k, v in kwargs.items() if k in names}
-        if self.config is not None:
-            tuned = dict(getattr(self.config, "kwargs", self.config))
+        config = self._call_config if self._call_config is not None else self.config
+        if config is not None:
+            tuned = dict(getattr(config, "kwargs", config))
             clash = sorted(set(tuned) & set(kwargs))
             if clash:
                 raise DSLLaunchError(f"{self.name}: conflicting meta-parameters {clash}: they "
@@ -203,7 +266,7 @@ class TritonKernel(JITFunction):
         """Launch recipes only for calls ``signature_bind`` leaves as they are: no
         autotune config or heuristics, no compiler keywords, no ``tl.constexpr``
         wrappers."""
-        if self.config is not None or self.heuristics or any(
+        if self.configs or self.heuristics or any(
                 _unwrap_constexpr(a) is not a for a in (*args, *kwargs.values())):
             return None, None
         return super()._recipe_key(args, kwargs, grid, options)
@@ -230,18 +293,21 @@ def _unwrap_constexpr(value: Any) -> Any:
     return value.value if type(value).__name__ == "constexpr" and _is_triton(value) else value
 
 
-def from_triton(kernel: Any, config: Any = 0) -> TritonKernel:
+def from_triton(kernel: Any, config: Any = None) -> TritonKernel:
     """A DSL kernel from a ``@triton.jit`` kernel (or its plain Python function),
-    understanding ``@triton.autotune`` (the interpreter runs the ``config``-th config,
-    or the ``triton.Config`` given) and ``@triton.heuristics``. The result runs with
+    understanding ``@triton.autotune`` and ``@triton.heuristics``. An autotuned kernel
+    runs the ``config``-th config, or the ``triton.Config`` given, or by default the
+    first config its ``prune_configs_by`` keeps for the call (there is no device to
+    time them on), with the autotuner's ``reset_to_zero`` and the config's
+    ``pre_hook`` applied as Triton applies them. The result runs with
     ``kernel[grid](...)`` on NumPy arrays and CPU torch tensors, ``launch(...,
     backend="cpu")`` and ``lower(...)`` like any DSL kernel."""
     cached = getattr(kernel, "_dsl_kernel", None)
-    if isinstance(cached, TritonKernel) and config == 0:
+    if isinstance(cached, TritonKernel) and config is None:
         return cached
-    fn, configs, heuristics = _unwrap(kernel)
-    result = TritonKernel(fn, configs, heuristics, config)
-    if config == 0 and not isinstance(kernel, types.FunctionType):
+    fn, configs, heuristics, tuner = _unwrap(kernel)
+    result = TritonKernel(fn, configs, heuristics, config, tuner)
+    if config is None and not isinstance(kernel, types.FunctionType):
         with contextlib.suppress(AttributeError):  # a slotted wrapper: no cache
             kernel._dsl_kernel = result
     return result

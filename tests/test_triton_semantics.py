@@ -20,6 +20,9 @@ import dsl.triton_compat
 triton = pytest.importorskip("triton") if not os.environ.get("CI") else __import__("triton")
 tl = triton.language
 
+# Off the device, @triton.autotune needs the switch installed before it is applied.
+dsl.triton_compat.install()
+
 
 # ----------------------------------------------------------------------------- methods
 
@@ -376,3 +379,60 @@ def test_a_loop_that_changes_nothing_stops_in_lockstep_too():
                                                   "trips a trip changes neither"):
         dsl.from_triton(waits_for_nothing)[(4,)](flag, out)
     assert not out.any()
+
+
+# ----------------------------------------------------------------------------- autotune
+
+
+def _zero_out(nargs):
+    nargs["out_ptr"].zero_()
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64}, pre_hook=_zero_out)], key=["n"])
+@triton.jit
+def sum_with_pre_hook(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.atomic_add(out_ptr, tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0), 0))
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})],
+                 key=["n"], reset_to_zero=["out_ptr"])
+@triton.jit
+def sum_reset_to_zero(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.atomic_add(out_ptr, tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0.0), 0))
+
+
+@pytest.mark.parametrize("kernel", [sum_with_pre_hook, sum_reset_to_zero])
+def test_autotune_hooks_run_before_the_kernel(kernel):
+    """A config's ``pre_hook`` runs before the launch, and with several configs the
+    ``reset_to_zero`` tensors are zeroed, as Triton's ``Autotuner.run`` does (both
+    were ignored: the sum landed on the buffer's stale 123)."""
+    x, out = torch.ones(1000), torch.full((1,), 123.0)
+    kernel[lambda meta: (triton.cdiv(1000, meta["BLOCK"]),)](x, out, 1000)
+    assert out.item() == 1000.0
+
+
+def _keep_small_blocks(configs, nargs, **kwargs):
+    return [c for c in configs if c.kwargs["BLOCK"] <= nargs["n"]]
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 128}), triton.Config({"BLOCK": 32})],
+                 key=["n"], prune_configs_by={"early_config_prune": _keep_small_blocks})
+@triton.jit
+def copy_pruned(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs))
+
+
+def test_autotune_runs_the_first_config_its_prune_keeps():
+    """``prune_configs_by={'early_config_prune': f}`` removes BLOCK=128 for n=64: the
+    launch runs BLOCK=32 (it ran the first config, a grid of 64 // 128 = 0 programs,
+    and left the output as it was); a stated config is run as stated."""
+    x, y = torch.arange(64, dtype=torch.float32), torch.zeros(64)
+    copy_pruned[lambda meta: (64 // meta["BLOCK"],)](x, y, 64)
+    assert torch.equal(y, x)
+    kernel = dsl.from_triton(copy_pruned, config=1)
+    y.zero_()
+    kernel[lambda meta: (64 // meta["BLOCK"],)](x, y, 64)
+    assert torch.equal(y, x)
