@@ -436,3 +436,28 @@ def test_autotune_runs_the_first_config_its_prune_keeps():
     y.zero_()
     kernel[lambda meta: (64 // meta["BLOCK"],)](x, y, 64)
     assert torch.equal(y, x)
+
+
+# ----------------------------------------------------------------------------- float64 math
+
+
+@dsl.jit
+def math_f64(x, out, FN: dsl.constexpr):
+    i = dsl.arange(0, 64)
+    v = dsl.load(x, i)
+    dsl.store(out, i, dsl.asin(v) if FN == "asin" else dsl.asinh(v))
+
+
+def test_float32_accurate_libdevice_functions_refuse_float64():
+    """``asin`` of float64 gave float32 accuracy (7e-8 relative) silently; now it is
+    refused at its line, while a function whose formula holds in float64 (``asinh``)
+    stays float64-accurate."""
+    x = np.random.default_rng(5).uniform(-0.9, 0.9, 64)
+    out = np.zeros(64)
+    with pytest.raises(dsl.DSLCompileError, match=r"asin\(\) computes to float32 accuracy"):
+        math_f64(x, out, FN="asin")
+    math_f64(x, out, FN="asinh")
+    np.testing.assert_allclose(out, np.arcsinh(x), rtol=1e-15)
+    out32 = np.zeros(64, np.float32)
+    math_f64(x.astype(np.float32), out32, FN="asin")
+    np.testing.assert_allclose(out32, np.arcsin(x.astype(np.float32)), rtol=3e-7)
