@@ -167,6 +167,16 @@ _NUMPY: dict[str, np.dtype] = {
 _BY_NUMPY: dict[np.dtype, DType] = {_NUMPY[d.name]: d for d in ALL_DTYPES}
 
 
+def launch_int_dtype(value: int) -> DType | None:
+    """A Python int launch argument's type, as Triton's launcher types it: int32 when
+    it fits, uint64 in [2**63, 2**64), else int64; None when no 64-bit type holds it."""
+    if -(2**31) <= value < 2**31:
+        return int32
+    if 2**63 <= value < 2**64:
+        return uint64
+    return int64 if -(2**63) <= value < 2**63 else None
+
+
 def from_numpy(dtype: np.dtype | type) -> DType:
     """The DSL dtype stored as NumPy ``dtype``; ``TypeError`` if there is none."""
     key = np.dtype(dtype)

@@ -130,22 +130,14 @@ def _is_tensor(obj: Any) -> bool:
     return isinstance(obj, (np.ndarray, TensorView)) or is_torch_tensor(obj)
 
 
-def int_scalar_dtype(value: int) -> dt.DType:
-    """A Python int argument's type, as Triton's launcher types it: int32 when it fits,
-    uint64 in [2**63, 2**64), else int64 (``JITFunction.scalar_spec`` refuses what
-    int64 cannot hold)."""
-    if -(2**31) <= value < 2**31:
-        return dt.int32
-    return dt.uint64 if 2**63 <= value < 2**64 else dt.int64
-
-
 def _scalar_spec(value: Any) -> ScalarSpec | None:
     if isinstance(value, (bool, np.bool_)):
         return ScalarSpec(dt.int1)
     if isinstance(value, (int, np.integer)):
         if isinstance(value, np.integer):
             return ScalarSpec(dt.from_numpy(value.dtype))
-        return ScalarSpec(int_scalar_dtype(value))
+        dtype = dt.launch_int_dtype(value)
+        return ScalarSpec(dtype) if dtype is not None else None
     if isinstance(value, np.floating):
         return ScalarSpec(dt.from_numpy(value.dtype))
     if isinstance(value, float):
@@ -235,7 +227,7 @@ class JITFunction(InlinableKernel):
 
     def scalar_spec(self, name: str, value: Any) -> ScalarSpec:
         """The specialization of a runtime scalar argument."""
-        if type(value) is int and not -(2**63) <= value < 2**64:
+        if type(value) is int and dt.launch_int_dtype(value) is None:
             raise self._def_error(
                 f"argument {name!r}: the integer {value} does not fit a 64-bit scalar "
                 "(int64 or, from 2**63, uint64)")

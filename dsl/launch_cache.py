@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dsl.dtypes import DType
+from dsl.dtypes import DType, launch_int_dtype
 from dsl.views import (
     TensorView,
     as_view,
@@ -52,9 +52,6 @@ if TYPE_CHECKING:
 RECIPES_PER_KERNEL = 64
 
 _SERIALS = itertools.count()
-
-_INT32 = (-(2**31), 2**31)
-
 
 def _tensor_key(value: Any) -> tuple | None:
     """What a tensor argument contributes to the key (None: not cacheable)."""
@@ -78,10 +75,9 @@ def _runtime_key(value: Any) -> Any:
         return (kind, value.dtype, value.shape, value.strides, value.flags.writeable)
     if kind is bool or kind is float or value is None:
         return kind
-    if kind is int:  # the scalar's type: int32, int64 or uint64 (dsl.jit.int_scalar_dtype)
-        if not -(2**63) <= value < 2**64:
-            return None  # no 64-bit type holds it: the full path refuses it
-        return (int, _INT32[0] <= value < _INT32[1], value >= 2**63)
+    if kind is int:  # the scalar's type (None: no 64-bit type holds it, the full path refuses it)
+        dtype = launch_int_dtype(value)
+        return None if dtype is None else (int, dtype)
     if isinstance(value, (np.integer, np.floating, np.bool_)):
         return kind
     return _tensor_key(value)
