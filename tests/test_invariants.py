@@ -353,15 +353,18 @@ def test_tree_sum_in_cache_sized_chunks_is_the_same_tree(axis, monkeypatch):
     np.testing.assert_array_equal(_bits(got), _bits(want))
 
 
-@pytest.mark.parametrize("n", [2, 17, 33, 100, 1024])
+@pytest.mark.parametrize("n", [2, 17, 33, 100, 256, 1024])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
-def test_tree_sum_of_rows_in_chunks_is_the_same_tree(n, dtype, monkeypatch):
-    """Rows (the last axis) take a scheduled path: chunks of rows, levels into
-    separate buffers, the narrow levels on a transposed copy. Each row's tree is
-    unchanged, with a partial last chunk, on a strided 2-D view and a 3-D operand."""
+@pytest.mark.parametrize("block_width", [4, 128])
+def test_tree_sum_of_rows_in_chunks_is_the_same_tree(n, dtype, block_width, monkeypatch):
+    """Rows (the last axis) take a scheduled path: chunks of rows, a power-of-two
+    row's first level written block-major, levels into separate buffers, the narrow
+    levels on a transposed copy. Each row's tree is unchanged, with a partial last
+    chunk, on a strided 2-D view and a 3-D operand."""
     from dsl import numerics
 
     monkeypatch.setattr(numerics, "_TREE_LEVEL_BYTES", 256)
+    monkeypatch.setattr(numerics, "_TREE_BLOCK_WIDTH", block_width)
     rng = np.random.default_rng(n)
     x = (rng.standard_normal((37, 2 * n)) * 1000).astype(dtype)
     acc = np.dtype(np.float64 if dtype == np.float64 else np.float32)
