@@ -118,7 +118,13 @@ def _torch_to_numpy(t: Any) -> np.ndarray:
         import torch
 
         return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
-    return t.numpy()
+    try:
+        return t.numpy()
+    except TypeError:
+        # torch names the dtype NumPy lacks ("Got unsupported ScalarType
+        # Float8_e5m2"); say which element types a kernel takes instead
+        dt.from_torch(t.dtype)
+        raise
 
 
 # type -> whether its instances are torch tensors (asked several times per call)

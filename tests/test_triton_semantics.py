@@ -461,3 +461,20 @@ def test_float32_accurate_libdevice_functions_refuse_float64():
     out32 = np.zeros(64, np.float32)
     math_f64(x.astype(np.float32), out32, FN="asin")
     np.testing.assert_allclose(out32, np.arcsin(x.astype(np.float32)), rtol=3e-7)
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs))
+
+
+@pytest.mark.parametrize("dtype", ["float8_e5m2", "float8_e4m3fn", "complex64"])
+def test_a_tensor_of_an_unsupported_element_type_is_refused_by_name(dtype):
+    """float8 tensors (which torch cannot show NumPy) are refused as complex ones are:
+    the argument, its element type and the types a kernel takes are named."""
+    x = torch.zeros(8, dtype=getattr(torch, dtype))
+    with pytest.raises(dsl.DSLLaunchError,
+                       match=rf"argument 'x_ptr': unsupported element type torch\.{dtype}"
+                       r"|argument 'x_ptr': unsupported element type complex64; supported: int1"):
+        dsl.from_triton(copy_kernel)[(1,)](x, x.clone(), N=8)
