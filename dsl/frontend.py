@@ -362,7 +362,10 @@ class _Return(Exception):
 
 def _carriable(x: Any) -> bool:
     """Whether a name holding ``x`` before a loop is carried through it: IR values,
-    Python scalars and pointers (a tensor argument reassigned in a loop becomes one)."""
+    Python scalars, pointers (a tensor argument reassigned in a loop becomes one) and
+    tuples of those (carried element by element)."""
+    if type(x) is tuple:
+        return all(_carriable(e) for e in x)
     return _is_value(x) or sem.is_pyscalar(x) or isinstance(x, (Pointer, BlockPointer,
                                                                   ViewArg))
 
@@ -371,6 +374,8 @@ def _flatten(b: Builder, x: Any, like: list[Value] | None = None
              ) -> tuple[list[Value], Callable[[list[Value]], Any]]:
     """The IR values a carried object consists of (typed like ``like``'s, for Python
     scalars) and the function that rebuilds the object from new values."""
+    if type(x) is tuple:
+        return _flatten_tuple(b, x, like)
     if isinstance(x, ViewArg):
         x = ptrs.as_pointer(b, x)
     if isinstance(x, Pointer):
@@ -387,7 +392,31 @@ def _flatten(b: Builder, x: Any, like: list[Value] | None = None
     return [x], lambda vs: vs[0]
 
 
+def _flatten_tuple(b: Builder, x: tuple[Any, ...], like: list[Value] | None
+                   ) -> tuple[list[Value], Callable[[list[Value]], Any]]:
+    """``_flatten`` of a tuple: its elements' values one after another (each typed
+    like the values of ``like`` at the same place)."""
+    values: list[Value] = []
+    rebuilds, sizes = [], []
+    for element in x:
+        got, rebuild = _flatten(b, element, like[len(values):] or None if like else None)
+        values += got
+        rebuilds.append(rebuild)
+        sizes.append(len(got))
+
+    def rebuild_tuple(vs: list[Value]) -> tuple[Any, ...]:
+        out, i = [], 0
+        for rebuild, size in zip(rebuilds, sizes):
+            out.append(rebuild(vs[i:i + size]))
+            i += size
+        return tuple(out)
+
+    return values, rebuild_tuple
+
+
 def _kind(x: Any) -> str:
+    if type(x) is tuple:
+        return f"tuple of {len(x)}"
     if isinstance(x, (Pointer, ViewArg)):
         return "pointer"
     return "block pointer" if isinstance(x, BlockPointer) else "value"
@@ -408,6 +437,9 @@ def _structure_mismatch(a: Any, b: Any) -> str | None:
     constant shape or stride that differs (only their offsets move)."""
     if _kind(a) != _kind(b):
         return f"a {_kind(a)} and a {_kind(b)}"
+    if type(a) is tuple:
+        return next((f"{why} (in a tuple)" for x, y in zip(a, b)
+                     if (why := _structure_mismatch(x, y)) is not None), None)
     if _kind(a) == "value":
         return None
     view_a = a if isinstance(a, ViewArg) else a.view
@@ -428,6 +460,14 @@ class _Unmerged:
 
     name: str
     what: str
+
+
+def _same_constant(a: Any, b: Any) -> bool:
+    """Whether two objects that are not IR values are equal constants."""
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:  # noqa: BLE001  (an object whose == is not a plain truth value)
+        return False
 
 
 def _returns(stmts: list[ast.stmt]) -> bool:
@@ -637,7 +677,8 @@ class _Visitor:
             typed = [o for o in objects if _is_value(o)]
             first, rebuild = _flatten(self.b, objects[0], typed[:1] or None)
             second, _ = _flatten(self.b, objects[1], first)
-            if _kind(objects[0]) != "value":  # offsets of one pointer: one integer type
+            if _kind(objects[0]) in ("pointer", "block pointer"):
+                # offsets of one pointer: one integer type
                 first, second = self._widen_offsets(blocks, first, second)
             if [v.type for v in first] != [v.type for v in second]:
                 one = ", ".join(str(v.type) for v in first)
@@ -706,6 +747,7 @@ class _Visitor:
                 yielded = [sem.cast(self.b, cond, dt.int1)]
             else:
                 self.run_body(node.body)
+                self._check_uncarried(node, assigned, carried, outer)
                 yielded = self._carried_yields(node, carried, parts)
                 self.at(node)
             self.b.emit("yield", yielded, [])
@@ -801,6 +843,7 @@ class _Visitor:
         self._bind_carried(carried, parts, body.args[1:])
         self.b.blocks.append(body)
         self.run_body(node.body)
+        self._check_uncarried(node, assigned, carried, outer)
         yields = self._carried_yields(node, carried, parts)
         self.at(node)
         self.b.emit("yield", yields, [])
@@ -822,6 +865,24 @@ class _Visitor:
         for n, (init, rebuild) in zip(names, parts):
             self.scope[n] = rebuild(list(values[i:i + len(init)]))
             i += len(init)
+
+    def _check_uncarried(self, node: ast.stmt, assigned: set[str], carried: list[str],
+                         outer: dict[str, Any]) -> None:
+        """A name the loop body reassigns that held something before the loop that is
+        not carried (``None``, a string, a dtype...) must come out of the body as it
+        went in: the body was traced once, with the value from before the loop, so
+        a later iteration would not see the change."""
+        for n in sorted(assigned):
+            if n in carried or n not in outer or n not in self.scope:
+                continue
+            before, after = outer[n], self.scope[n]
+            if after is before or _same_constant(before, after):
+                continue
+            what = after.what if isinstance(after, _Unmerged) else type(after).__name__
+            raise self.error(node, f"'{n}' holds a {type(before).__name__} before this loop "
+                                   f"and a {what} after an iteration; only IR values, Python "
+                                   "scalars, pointers and tuples of them are carried from "
+                                   "one iteration to the next")
 
     def _carried_yields(self, node: ast.stmt, names: list[str],
                         parts: list[tuple[list[Value], Any]]) -> list[Value]:

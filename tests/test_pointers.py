@@ -436,7 +436,8 @@ def test_pointers_moved_under_a_runtime_if_keep_their_moves():
 @pytest.mark.parametrize("body, message", [
     ("    if n > 2:\n        p = out_ptr\n", "'p' is a pointer into 'out_ptr' and a pointer "
      "into 'x_ptr' in the two branches of this 'if'"),
-    ("    if n > 2:\n        p = (p, p)\n", "'p' was reassigned under a runtime 'if' to a tuple"),
+    ("    if n > 2:\n        p = (p, p)\n", "'p' is a tuple of 2 and a pointer in the two "
+     "branches of this 'if'"),
     ("    for i in range(n):\n        p = out_ptr\n", "loop-carried variable 'p' is a pointer "
      "into 'x_ptr' and a pointer into 'out_ptr' before and after an iteration"),
 ])

@@ -478,3 +478,71 @@ def test_a_tensor_of_an_unsupported_element_type_is_refused_by_name(dtype):
                        match=rf"argument 'x_ptr': unsupported element type torch\.{dtype}"
                        r"|argument 'x_ptr': unsupported element type complex64; supported: int1"):
         dsl.from_triton(copy_kernel)[(1,)](x, x.clone(), N=8)
+
+
+# ----------------------------------------------------------------------------- tuples in loops
+
+
+@triton.jit
+def tuple_through_a_loop(x_ptr, y_ptr, n, B: tl.constexpr, WHILE: tl.constexpr,
+                         STAGED: tl.constexpr):
+    offs = tl.arange(0, B)
+    s = (tl.zeros([B], tl.float32), (tl.zeros([B], tl.float32), 0))
+    if WHILE:
+        while s[1][1] < n:
+            s = (s[0] + tl.load(x_ptr + s[1][1] * B + offs), (s[1][0] + 1.0, s[1][1] + 1))
+    elif STAGED:
+        for i in tl.range(0, n, num_stages=2):
+            s = (s[0] + tl.load(x_ptr + i * B + offs), (s[1][0] + 1.0, s[1][1] + 1))
+    else:
+        for i in range(0, n):
+            s = (s[0] + tl.load(x_ptr + i * B + offs), (s[1][0] + 1.0, s[1][1] + 1))
+    tl.store(y_ptr + offs, s[0] + s[1][0] * 100.0 + s[1][1] * 10000.0)
+
+
+@pytest.mark.parametrize("loop", ["for", "tl.range", "while"])
+def test_a_tuple_reassigned_in_a_loop_is_carried(loop):
+    """A (nested) tuple reassigned in a runtime loop carries every element to the next
+    iteration and out of the loop (it kept its value from before the loop, silently;
+    in a ``while`` the condition never changed)."""
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y = np.zeros(4, np.float32)
+    dsl.from_triton(tuple_through_a_loop)[(1,)](x, y, 3, B=4, WHILE=loop == "while",
+                                                STAGED=loop == "tl.range")
+    np.testing.assert_array_equal(y, x.sum(0) + 300.0 + 30000.0)
+
+
+def test_a_tuple_carried_through_a_loop_compiled_cpu_bit_exact(cpu_toolchain):
+    x = np.random.default_rng(3).standard_normal(12).astype(np.float32)
+    differential(dsl.from_triton(tuple_through_a_loop), (x, np.zeros(4, np.float32), 3),
+                 {"B": 4, "WHILE": False, "STAGED": False}, grid=(1,))
+
+
+@triton.jit
+def none_then_a_block(x_ptr, y_ptr, n, B: tl.constexpr):
+    acc = None
+    for i in range(0, n):
+        acc = tl.load(x_ptr + i * B + tl.arange(0, B))
+    tl.store(y_ptr + tl.arange(0, B), acc)
+
+
+@triton.jit
+def tuple_changes_length(x_ptr, y_ptr, n, B: tl.constexpr):
+    s = (tl.zeros([B], tl.float32),)
+    for _ in range(0, n):
+        s = (s[0], s[0])
+    tl.store(y_ptr + tl.arange(0, B), s[0])
+
+
+@pytest.mark.parametrize("kernel, message", [
+    (none_then_a_block, "'acc' holds a NoneType before this loop and a Value after an "
+                        "iteration"),
+    (tuple_changes_length, "loop-carried variable 's' is a tuple of 1 and a tuple of 2 "
+                           "before and after an iteration"),
+])
+def test_what_a_loop_cannot_carry_is_an_error(kernel, message):
+    """A name the body reassigns to what cannot replace its value from before the loop
+    is an error at the loop, not the old value after it."""
+    x = np.zeros(8, np.float32)
+    with pytest.raises(dsl.DSLCompileError, match=message):
+        dsl.from_triton(kernel)[(1,)](x, np.zeros(4, np.float32), 2, B=4)
