@@ -1677,7 +1677,8 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "fdiv": lambda v, node, x, y, ieee_rounding: sem.binary(v.b, "truediv", x, y),
     "fma": lambda v, node, x, y, z: sem.ternary(v.b, "fma", x, y, z),
     "umulhi": lambda v, node, x, y: sem.umulhi(v.b, x, y),
-    "clamp": lambda v, node, x, min, max, propagate_nan: sem.clamp(v.b, x, min, max),
+    "clamp": lambda v, node, x, min, max, propagate_nan: sem.clamp(v.b, x, min, max,
+                                                                   propagate_nan),
     "cdiv": lambda v, node, x, div: sem.cdiv(v.b, x, div),
     "reshape": lambda v, node, input, shape, can_reorder: sem.reshape(
         v.b, input, _shape_arg(shape)),

@@ -306,13 +306,17 @@ def umulhi(b: Builder, x: Operand, y: Operand) -> Value:
     return binary(b, "umulhi", x, y)
 
 
-def clamp(b: Builder, x: Operand, lo: Operand, hi: Operand) -> Value:
+def clamp(b: Builder, x: Operand, lo: Operand, hi: Operand, propagate_nan: Any = None
+          ) -> Value:
     """``maximum(minimum(x, hi), lo)`` on floats, as triton-ascend lowers ``clamp``
-    (maxNum/minNum: a NaN ``x`` gives ``hi``; ``lo > hi`` gives ``lo``)."""
+    (maxNum/minNum: a NaN ``x`` gives ``hi``; ``lo > hi`` gives ``lo``). With
+    ``propagate_nan`` ALL both steps propagate a NaN (triton-ascend's
+    minimumf/maximumf): a NaN in ``x``, ``lo`` or ``hi`` gives NaN."""
     v = as_value(b, x)
     if not v.dtype.is_float:
         raise b.error(f"clamp() needs a floating-point operand, got {v.dtype.name}")
-    return binary(b, "maximum", binary(b, "minimum", v, hi), lo)
+    return extremum(b, "maximum", extremum(b, "minimum", v, hi, propagate_nan), lo,
+                    propagate_nan)
 
 
 def cdiv(b: Builder, x: Operand, div: Operand) -> Operand:

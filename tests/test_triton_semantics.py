@@ -546,3 +546,43 @@ def test_what_a_loop_cannot_carry_is_an_error(kernel, message):
     x = np.zeros(8, np.float32)
     with pytest.raises(dsl.DSLCompileError, match=message):
         dsl.from_triton(kernel)[(1,)](x, np.zeros(4, np.float32), 2, B=4)
+
+
+# ----------------------------------------------------------------------------- clamp
+
+
+@triton.jit
+def clamp_kernel(x_ptr, lo_ptr, hi_ptr, y_ptr, N: tl.constexpr, ALL: tl.constexpr):
+    offs = tl.arange(0, N)
+    x, lo, hi = tl.load(x_ptr + offs), tl.load(lo_ptr + offs), tl.load(hi_ptr + offs)
+    if ALL:
+        y = tl.clamp(x, lo, hi, propagate_nan=tl.PropagateNan.ALL)
+    else:
+        y = tl.clamp(x, lo, hi, propagate_nan=tl.PropagateNan.NONE)
+    tl.store(y_ptr + offs, y)
+
+
+_CLAMP_CASES = np.array([  # x, lo, hi
+    [np.nan, -1, 1], [-5, -1, 1], [5, -1, 1], [0.3, -1, 1],
+    [0.3, np.nan, 1], [0.3, -1, np.nan], [5, np.nan, 1], [-5, -1, np.nan]], np.float32).T
+
+
+@pytest.mark.parametrize("propagate", ["ALL", "NONE"])
+def test_clamp_propagates_nan_when_asked(propagate):
+    """``propagate_nan=ALL`` gives NaN for a NaN in any operand (triton-ascend's
+    minimumf/maximumf; it was ignored: a NaN ``x`` gave ``hi``); NONE keeps maxNum/minNum."""
+    x, lo, hi = (np.ascontiguousarray(c) for c in _CLAMP_CASES)
+    y = np.zeros(8, np.float32)
+    dsl.from_triton(clamp_kernel)[(1,)](x, lo, hi, y, N=8, ALL=propagate == "ALL")
+    if propagate == "ALL":
+        want = torch.clamp(torch.from_numpy(x), torch.from_numpy(lo), torch.from_numpy(hi))
+        want = torch.where(torch.from_numpy(np.isnan(lo) | np.isnan(hi)), torch.nan, want)
+        np.testing.assert_array_equal(y, want.numpy())
+    else:
+        np.testing.assert_array_equal(y, np.fmax(np.fmin(x, hi), lo))
+
+
+def test_clamp_propagating_nan_compiled_cpu_bit_exact(cpu_toolchain):
+    x, lo, hi = (np.ascontiguousarray(c) for c in _CLAMP_CASES)
+    differential(dsl.from_triton(clamp_kernel), (x, lo, hi, np.zeros(8, np.float32)),
+                 {"N": 8, "ALL": True}, grid=(1,))
