@@ -1018,6 +1018,26 @@ class _Visitor:
 
     expr_List = expr_Tuple
 
+    def expr_JoinedStr(self, node: ast.JoinedStr) -> str:
+        """An f-string (a ``static_assert`` message, say), formatted at compile time:
+        each field must be a compile-time value, as in Triton."""
+        parts = []
+        for part in node.values:
+            if isinstance(part, ast.Constant):
+                parts.append(str(part.value))
+                continue
+            assert isinstance(part, ast.FormattedValue)
+            value = self.expr(part.value)
+            if _is_value(value) or isinstance(value, (Pointer, BlockPointer, ViewArg)):
+                raise self.error(part.value, "an f-string can only format compile-time values "
+                                             f"(constexprs), not the runtime value "
+                                             f"'{ast.unparse(part.value)}'")
+            if part.conversion != -1:
+                value = {"s": str, "r": repr, "a": ascii}[chr(part.conversion)](value)
+            spec = self.expr(part.format_spec) if part.format_spec is not None else ""
+            parts.append(format(value, spec))
+        return "".join(parts)
+
     def expr_IfExp(self, node: ast.IfExp) -> Any:
         cond = self.expr(node.test)
         if _is_value(cond):

@@ -586,3 +586,55 @@ def test_clamp_propagating_nan_compiled_cpu_bit_exact(cpu_toolchain):
     x, lo, hi = (np.ascontiguousarray(c) for c in _CLAMP_CASES)
     differential(dsl.from_triton(clamp_kernel), (x, lo, hi, np.zeros(8, np.float32)),
                  {"N": 8, "ALL": True}, grid=(1,))
+
+
+# ----------------------------------------------------------------------------- f-strings
+
+
+@triton.jit
+def checked_double(x_ptr, y_ptr, N: tl.constexpr, LIMIT: tl.constexpr):
+    tl.static_assert(N <= LIMIT, f"N={N} is above {LIMIT:#x} ({'limit'!r})")
+    offs = tl.arange(0, N)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs) * 2)
+
+
+def test_an_f_string_is_formatted_at_compile_time():
+    """Triton formats f-strings of constexprs (``static_assert`` messages; triton-ascend's
+    own ``tl.softmax`` has one): they were refused as "unsupported expression"."""
+    x = np.arange(8, dtype=np.float32)
+    y = np.zeros(8, np.float32)
+    dsl.from_triton(checked_double)[(1,)](x, y, N=8, LIMIT=16)
+    np.testing.assert_array_equal(y, x * 2)
+    with pytest.raises(dsl.DSLCompileError, match=r"N=8 is above 0x4 \('limit'\)"):
+        dsl.from_triton(checked_double)[(1,)](x, y, N=8, LIMIT=4)
+
+
+@triton.jit
+def formats_a_runtime_value(x_ptr, n):
+    tl.static_assert(n > 0, f"n is {n}")
+
+
+def test_an_f_string_of_a_runtime_value_is_an_error():
+    with pytest.raises(dsl.DSLCompileError, match="an f-string can only format compile-time "
+                                                  "values .* 'n'"):
+        dsl.from_triton(formats_a_runtime_value)[(1,)](np.zeros(1, np.float32), 3)
+
+
+@triton.jit
+def softmax_row(x_ptr, y_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(y_ptr + offs, tl.softmax(tl.load(x_ptr + offs)))
+
+
+def test_triton_ascends_softmax_runs():
+    x = np.array([-np.inf, 1, 2, 3, 0, 0.5, -1, 30], np.float32)
+    y = np.zeros(8, np.float32)
+    dsl.from_triton(softmax_row)[(1,)](x, y, N=8)
+    np.testing.assert_allclose(y, torch.softmax(torch.from_numpy(x), 0).numpy(), rtol=1e-6,
+                               atol=1e-7)
+
+
+def test_triton_ascends_softmax_compiled_cpu_bit_exact(cpu_toolchain):
+    x = np.random.default_rng(4).standard_normal(16).astype(np.float32)
+    differential(dsl.from_triton(softmax_row), (x, np.zeros(16, np.float32)), {"N": 16},
+                 grid=(1,))
