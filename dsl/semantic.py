@@ -577,7 +577,7 @@ def load(b: Builder, target: Target, index: Operand | None, mask: Operand | None
         operands.append(m)
         fill = as_value(b, 0 if other is None else other, view.dtype)
         operands.append(broadcast_to(b, fill, shape))
-    elif other is not None:
+    elif other is not None and mask is not True:  # (an all-true mask leaves no lane to fill)
         raise b.error("load() got other= without mask=")
     return b.emit("load", operands, [Type(view.dtype, shape)], attrs=addr.attrs).result
 

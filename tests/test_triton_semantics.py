@@ -638,3 +638,18 @@ def test_triton_ascends_softmax_compiled_cpu_bit_exact(cpu_toolchain):
     x = np.random.default_rng(4).standard_normal(16).astype(np.float32)
     differential(dsl.from_triton(softmax_row), (x, np.zeros(16, np.float32)), {"N": 16},
                  grid=(1,))
+
+
+@triton.jit
+def load_under_a_constant_mask(x_ptr, y_ptr, B: tl.constexpr, M: tl.constexpr):
+    offs = tl.arange(0, B)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=M, other=-1.0))
+
+
+@pytest.mark.parametrize("mask", [True, False])
+def test_a_constexpr_mask_takes_other(mask):
+    """``mask=True`` with ``other=`` was refused as "other= without mask="."""
+    x = np.arange(8, dtype=np.float32)
+    y = np.zeros(8, np.float32)
+    dsl.from_triton(load_under_a_constant_mask)[(1,)](x, y, B=8, M=mask)
+    np.testing.assert_array_equal(y, x if mask else np.full(8, -1.0, np.float32))
