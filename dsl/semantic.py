@@ -261,7 +261,9 @@ def binary(b: Builder, op: str, lhs: Operand, rhs: Operand) -> Value:
     """An elementwise binary op with promotion and broadcasting made explicit."""
     if op == "floordiv" and b.triton_rules and (_operand_dtype(b, lhs, rhs).is_float or
                                                 _operand_dtype(b, rhs, lhs).is_float):
-        # Triton kernels floor-divide floats too: floor(a / b), as Python does
+        # Triton's own front end refuses '//' of floats; this project takes it as
+        # floor(a / b) (torch's floor division but at the edges: -1.0 // inf is -0.0),
+        # and its lowering writes the same two ops, so the kernel still compiles
         return unary(b, "floor", binary(b, "truediv", lhs, rhs))
     operand_dt, result_dt = binary_dtypes(b, op, lhs, rhs)
     lv = as_value(b, lhs, operand_dt)
