@@ -1745,8 +1745,10 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "cumsum": lambda v, node, input, axis, reverse: sem.scan(v.b, "sum", input, axis, reverse),
     "cumprod": lambda v, node, input, axis, reverse: sem.scan(v.b, "prod", input, axis,
                                                              reverse),
-    "cast": lambda v, node, x, dtype, bitcast: (sem.bitcast if bitcast else sem.cast)(
-        v.b, sem.as_value(v.b, x), _dtype_arg(v, node, dtype)),
+    "cast": lambda v, node, x, dtype, bitcast, fp_downcast_rounding, overflow_mode: (
+        sem.bitcast(v.b, sem.as_value(v.b, x), _dtype_arg(v, node, dtype)) if bitcast else
+        sem.cast_with_modes(v.b, sem.as_value(v.b, x), _dtype_arg(v, node, dtype),
+                            fp_downcast_rounding, overflow_mode)),
     "static_assert": _static_assert,
     "extract_slice": lambda v, node, ful, offsets, sizes, strides: sem.extract_slice(
         v.b, ful, offsets, sizes, strides),
@@ -1790,8 +1792,8 @@ def build_ir(src: KernelSource, specs: dict[str, ArgSpec], verify_ir: bool = Tru
     hidden: list[Param] = []
     for p in src.params:
         spec = specs[p.name]
-        if isinstance(spec, ConstSpec):
-            scope[p.name] = spec.value
+        if isinstance(spec, ConstSpec):  # (a Triton dtype passed as a constexpr: the DSL's)
+            scope[p.name] = src.foreign(spec.value)
         elif isinstance(spec, ScalarSpec):
             value = Value(Type(spec.dtype), name=p.name)
             user_params.append(Param(value, "scalar", p.name))

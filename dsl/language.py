@@ -299,10 +299,15 @@ def cumprod(input: Any, axis: int = 0, reverse: bool = False) -> Any:  # noqa: A
 
 
 @builtin
-def cast(x: Any, dtype: DType, bitcast: bool = False) -> Any:
+def cast(x: Any, dtype: DType, bitcast: bool = False, fp_downcast_rounding: str | None = None,
+         overflow_mode: str | None = None) -> Any:
     """Convert to ``dtype`` (same as ``x.to(dtype)``): values round to nearest even
     between floats and truncate toward zero to integers; with ``bitcast=True`` the
-    bits are reinterpreted instead (the widths must match)."""
+    bits are reinterpreted instead (the widths must match). Triton's
+    ``fp_downcast_rounding="rtz"`` rounds a narrowing float conversion toward zero;
+    triton-ascend's ``overflow_mode="saturate"`` turns an out-of-range value into the
+    nearest value of ``dtype`` (a NaN converted to an integer into 0) instead of
+    wrapping ("trunc", the default)."""
     raise _outside("cast")
 
 

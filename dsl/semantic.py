@@ -54,6 +54,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
+
 from dsl import dtypes as dt
 from dsl import inline_asm as asm_eval
 from dsl.dtypes import DType
@@ -245,6 +247,78 @@ def cast(b: Builder, v: Value, dtype: DType) -> Value:
     if v.dtype == dtype:
         return v
     return b.emit("cast", [v], [Type(dtype, v.shape)], attrs={"dtype": dtype}).result
+
+
+def cast_with_modes(b: Builder, v: Value, dtype: DType, rounding: Any = None,
+                    overflow: Any = None) -> Value:
+    """``cast`` with Triton's ``fp_downcast_rounding`` ("rtne", the default, or "rtz"
+    for a narrowing float conversion) and triton-ascend's ``overflow_mode`` ("trunc",
+    the default, or "saturate": out-of-range values become the nearest value of
+    ``dtype``, a NaN converted to an integer 0). Both are spelled with existing ops,
+    so every backend computes them alike."""
+    if rounding not in (None, "rtne", "rtz"):
+        raise b.error(f"fp_downcast_rounding must be 'rtne' or 'rtz', got {rounding!r}")
+    if overflow not in (None, "trunc", "saturate"):
+        raise b.error(f"overflow_mode must be 'trunc' or 'saturate', got {overflow!r}")
+    narrowing = v.dtype.is_float and dtype.is_float and dtype.bits < v.dtype.bits
+    if rounding is not None and not narrowing:
+        raise b.error(f"fp_downcast_rounding is only for a narrowing float conversion, not "
+                      f"{v.dtype.name} to {dtype.name} (as in Triton)")
+    if rounding == "rtz":
+        result = _cast_toward_zero(b, v, dtype)
+    elif overflow == "saturate" and v.dtype.is_int and dtype.is_int and not dtype.is_bool:
+        result = cast(b, _clamp_to(b, v, dtype), dtype)
+    else:
+        result = cast(b, v, dtype)
+    if overflow != "saturate" or dtype.is_bool:
+        return result
+    if dtype.is_int and v.dtype.is_float:
+        # (a bound that rounds up in v's type is out of range itself: >= still holds)
+        result = where(b, binary(b, "ge", v, as_value(b, float(dtype.max), v.dtype)),
+                       as_value(b, dtype.max, dtype), result)
+        result = where(b, binary(b, "le", v, as_value(b, float(dtype.min), v.dtype)),
+                       as_value(b, dtype.min, dtype), result)
+        return where(b, binary(b, "ne", v, v), as_value(b, 0, dtype), result)
+    if dtype.is_float:  # a finite value that became an infinity takes the largest finite
+        largest = float(ml_dtypes.finfo(dtype.np).max)
+        for sign in (1.0, -1.0):
+            inf = as_value(b, sign * math.inf, dtype)
+            became = binary(b, "eq", result, inf)
+            if v.dtype.is_float:
+                became = binary(b, "and", became, binary(b, "ne", v, as_value(b, sign * math.inf,
+                                                                               v.dtype)))
+            result = where(b, became, as_value(b, sign * largest, dtype), result)
+    return result
+
+
+def _clamp_to(b: Builder, v: Value, dtype: DType) -> Value:
+    """An integer ``v`` clamped, in its own type, to the values ``dtype`` holds."""
+    lo, hi = max(v.dtype.min, dtype.min), min(v.dtype.max, dtype.max)
+    if hi < v.dtype.max:
+        bound = as_value(b, hi, v.dtype)
+        v = where(b, binary(b, "gt", v, bound), bound, v)
+    if lo > v.dtype.min:
+        bound = as_value(b, lo, v.dtype)
+        v = where(b, binary(b, "lt", v, bound), bound, v)
+    return v
+
+
+def _cast_toward_zero(b: Builder, v: Value, dtype: DType) -> Value:
+    """A narrowing float conversion rounded toward zero: the nearest-even result,
+    stepped one unit in the last place toward zero where it rounded away (its
+    magnitude grew). Stepping is a decrement of the bit pattern, so an overflow to an
+    infinity becomes the largest finite value and a tiny value becomes zero; a NaN
+    never compares greater and stays."""
+    nearest = cast(b, v, dtype)
+    away = binary(b, "gt", unary(b, "abs", cast(b, nearest, v.dtype)), unary(b, "abs", v))
+    bits = _int_of_bits(dtype.bits)
+    stepped = bitcast(b, binary(b, "sub", bitcast(b, nearest, bits), 1), dtype)
+    return where(b, away, stepped, nearest)
+
+
+def _int_of_bits(bits: int) -> DType:
+    """The signed integer type of ``bits`` bits."""
+    return {8: dt.int8, 16: dt.int16, 32: dt.int32, 64: dt.int64}[bits]
 
 
 def bitcast(b: Builder, v: Value, dtype: DType) -> Value:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+import ml_dtypes
 import numpy as np
 import pytest
 import torch
@@ -653,3 +654,128 @@ def test_a_constexpr_mask_takes_other(mask):
     y = np.zeros(8, np.float32)
     dsl.from_triton(load_under_a_constant_mask)[(1,)](x, y, B=8, M=mask)
     np.testing.assert_array_equal(y, x if mask else np.full(8, -1.0, np.float32))
+
+
+# ----------------------------------------------------------------------------- cast modes
+
+
+@triton.jit
+def cast_modes(x_ptr, y_ptr, N: tl.constexpr, DST: tl.constexpr, ROUNDING: tl.constexpr,
+               OVERFLOW: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(y_ptr + offs, tl.cast(x, DST, fp_downcast_rounding=ROUNDING,
+                                   overflow_mode=OVERFLOW))
+
+
+_TL = {"float16": tl.float16, "bfloat16": tl.bfloat16, "float32": tl.float32,
+       "int8": tl.int8, "uint8": tl.uint8, "int32": tl.int32, "int64": tl.int64}
+
+
+def _toward_zero(x: np.ndarray, dst: np.dtype) -> np.ndarray:
+    """Round-toward-zero by NumPy: the nearest result, one step toward zero where
+    its magnitude grew."""
+    nearest = x.astype(dst)
+    with np.errstate(invalid="ignore"):
+        away = np.abs(nearest.astype(x.dtype)) > np.abs(x)
+    stepped = np.nextafter(nearest, np.zeros_like(nearest))
+    return np.where(away, stepped, nearest)
+
+
+_FLOATS = np.array([1.0, -1.0, 1 / 3, -2 / 3, 65519.0, 65520.0, 1e6, -1e6, 1e-8, -1e-8,
+                    6.1e-5, 3.0e38, np.inf, -np.inf, np.nan, 0.0, -0.0, 1.00048828125,
+                    1.0009765625, 2.5, -2.5, 1e-45, 300.7, -300.7, 127.9, -128.9, 4e9,
+                    -4e9, 255.5, 1e19, -1e19, 2.0], np.float32)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy references of overflows
+@pytest.mark.parametrize("src, dst", [("float32", "float16"), ("float32", "bfloat16"),
+                                      ("float64", "float32"), ("float64", "float16")])
+def test_round_toward_zero_downcast(src, dst):
+    """``fp_downcast_rounding="rtz"`` rounds toward zero (it was refused), an overflow
+    giving the largest finite value; "rtne" is the default rounding."""
+    x = _FLOATS.astype(src)
+    if src == "float64":
+        x = np.concatenate([x, np.random.default_rng(5).standard_normal(32) * 1e3])
+    np_dst = np.dtype(ml_dtypes.bfloat16) if dst == "bfloat16" else np.dtype(dst)
+    for rounding, want in (("rtz", _toward_zero(x, np_dst)), ("rtne", x.astype(np_dst))):
+        y = np.zeros(x.size, np_dst)
+        dsl.from_triton(cast_modes)[(1,)](x, y, N=x.size, DST=_TL[dst], ROUNDING=rounding,
+                                          OVERFLOW=None)
+        np.testing.assert_array_equal(y.view(np.uint8), want.view(np.uint8))
+
+
+def _saturated(x: np.ndarray, dst: np.dtype) -> np.ndarray:
+    """What overflow_mode="saturate" gives, by NumPy: the nearest value of ``dst``."""
+    if np.issubdtype(dst, np.integer):
+        info = np.iinfo(dst)
+        if x.dtype.kind == "f":
+            with np.errstate(invalid="ignore"):
+                clipped = np.clip(np.nan_to_num(x, nan=0.0, posinf=np.inf, neginf=-np.inf),
+                                  info.min, info.max)
+            return np.where(clipped >= float(info.max), info.max,
+                            np.where(clipped <= float(info.min), info.min,
+                                     np.trunc(np.clip(clipped, -2**62, 2**62)).astype(dst)))\
+                .astype(dst)
+        return np.clip(x.astype(np.int64) if x.dtype != np.uint64 else x, info.min,
+                       info.max).astype(dst)
+    largest = ml_dtypes.finfo(dst).max
+    with np.errstate(over="ignore"):
+        nearest = x.astype(dst)
+    finite = np.isfinite(x) if x.dtype.kind == "f" else np.ones(x.shape, bool)
+    return np.where(finite & np.isinf(nearest), np.copysign(largest, nearest.astype(np.float64))
+                    .astype(dst), nearest)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy references of overflows
+@pytest.mark.parametrize("src, dst", [("int32", "int8"), ("int32", "uint8"), ("int64", "int32"),
+                                      ("uint32", "int32"), ("int8", "uint8"),
+                                      ("float32", "int8"), ("float32", "uint8"),
+                                      ("float32", "int32"), ("float32", "int64"),
+                                      ("float32", "float16"), ("int64", "float16")])
+def test_saturating_cast(src, dst):
+    """``overflow_mode="saturate"`` (triton-ascend) clamps to the target's range, a NaN
+    becoming 0 (it was refused); "trunc" wraps as a plain cast does."""
+    if src.startswith("float"):
+        x = _FLOATS.astype(src)
+    else:
+        info = np.iinfo(src)
+        x = np.array([0, 1, -1, 127, 128, -128, -129, 255, 256, 300, -300, 70000, -70000,
+                      2**31 - 1, -2**31, 2**40, -2**40, info.max, info.min], np.int64)
+        x = x[(x >= info.min) & (x <= info.max)].astype(src)
+    np_dst = np.dtype(dst)
+    y = np.zeros(x.size, np_dst)
+    dsl.from_triton(cast_modes)[(1,)](x, y, N=x.size, DST=_TL[dst], ROUNDING=None,
+                                      OVERFLOW="saturate")
+    np.testing.assert_array_equal(y, _saturated(x, np_dst))
+    if not src.startswith("float"):
+        dsl.from_triton(cast_modes)[(1,)](x, y, N=x.size, DST=_TL[dst], ROUNDING=None,
+                                          OVERFLOW="trunc")
+        np.testing.assert_array_equal(y, x.astype(np_dst))
+
+
+@pytest.mark.parametrize("rounding, overflow, message", [
+    ("rtz", None, "fp_downcast_rounding is only for a narrowing float conversion, not "
+                  "float32 to int32"),
+    ("rtn", None, "fp_downcast_rounding must be 'rtne' or 'rtz', got 'rtn'"),
+    (None, "wrap", "overflow_mode must be 'trunc' or 'saturate', got 'wrap'"),
+])
+def test_a_cast_mode_that_does_not_apply_is_an_error(rounding, overflow, message):
+    x = np.zeros(4, np.float32)
+    with pytest.raises(dsl.DSLCompileError, match=message):
+        dsl.from_triton(cast_modes)[(1,)](x, np.zeros(4, np.int32), N=4, DST=tl.int32,
+                                          ROUNDING=rounding, OVERFLOW=overflow)
+
+
+def test_cast_modes_compiled_cpu_bit_exact_and_lowered(cpu_toolchain):
+    x = np.random.default_rng(6).standard_normal(32).astype(np.float32) * 1e5
+    kernel = dsl.from_triton(cast_modes)
+    differential(kernel, (x, np.zeros(32, np.float16)),
+                 {"N": 32, "DST": tl.float16, "ROUNDING": "rtz", "OVERFLOW": "saturate"},
+                 grid=(1,))
+    differential(kernel, (x, np.zeros(32, np.int8)),
+                 {"N": 32, "DST": tl.int8, "ROUNDING": None, "OVERFLOW": "saturate"}, grid=(1,))
+    f32, f16 = dsl.tensor_spec("float32"), dsl.tensor_spec("float16")
+    lowered = kernel.lower(f32, f16, N=32, DST=tl.float16, ROUNDING="rtz", OVERFLOW="saturate",
+                           target="Ascend910B4")
+    assert lowered.hivm
