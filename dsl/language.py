@@ -623,6 +623,61 @@ def signbit(x: Any) -> Any:
 
 
 @builtin
+def round(x: Any) -> Any:  # noqa: A001 - libdevice's name
+    """Elementwise rounding to the nearest integer, halves away from zero (C's
+    ``round``; ``dsl.mathlib``)."""
+    raise _outside("round")
+
+
+@builtin
+def tan(x: Any) -> Any:
+    """Elementwise tangent, ``sin(x) / cos(x)`` (``dsl.mathlib``)."""
+    raise _outside("tan")
+
+
+@builtin
+def expm1(x: Any) -> Any:
+    """Elementwise ``exp(x) - 1``, accurate near 0 (``dsl.mathlib``)."""
+    raise _outside("expm1")
+
+
+@builtin
+def reciprocal(x: Any) -> Any:
+    """Elementwise ``1 / x`` (``dsl.mathlib``)."""
+    raise _outside("reciprocal")
+
+
+@builtin
+def isinf(x: Any) -> Any:
+    """Elementwise int1: x is +inf or -inf (``dsl.mathlib``)."""
+    raise _outside("isinf")
+
+
+@builtin
+def ilogb(x: Any) -> Any:
+    """Elementwise unbiased binary exponent of x, in x's float type (``dsl.mathlib``)."""
+    raise _outside("ilogb")
+
+
+@builtin
+def fmod(x: Any, y: Any) -> Any:
+    """Elementwise C ``fmod`` of floats, the same as float ``%`` (``dsl.mathlib``)."""
+    raise _outside("fmod")
+
+
+@builtin
+def ldexp(x: Any, n: Any) -> Any:
+    """Elementwise ``x * 2**n`` for an integral ``n`` (``dsl.mathlib``)."""
+    raise _outside("ldexp")
+
+
+@builtin
+def div_rz(x: Any, y: Any) -> Any:
+    """Elementwise ``x / y`` rounded toward zero, float32 (``dsl.mathlib``)."""
+    raise _outside("div_rz")
+
+
+@builtin
 def copysign(x: Any, y: Any) -> Any:
     """Elementwise |x| with y's sign bit (``dsl.mathlib``)."""
     raise _outside("copysign")

@@ -325,6 +325,34 @@ def _nearbyint(e: _Expr, x: Value) -> Value:
     return e.where(integral, x, r)
 
 
+def _round(e: _Expr, x: Value) -> Value:
+    """Round half away from zero (C's ``round``): the truncation, one further out
+    where the part cut off is at least a half (``x - t`` is exact)."""
+    t = _trunc(e, x)
+    further = e.cmp("ge", e.fn("abs", e.sub(x, t)), 0.5)
+    r = e.where(further, e.add(t, e.where(e.negative(x), -1.0, 1.0)), t)
+    return e.negate_if(e.negative(x), e.fn("abs", r))  # -0.3 rounds to -0.0
+
+
+def _tan(e: _Expr, x: Value) -> Value:
+    return e.div(e.fn("sin", x), e.fn("cos", x))
+
+
+def _expm1(e: _Expr, x: Value) -> Value:
+    """exp(x) - 1 without cancellation near 0: with u = exp(x) rounded, (u - 1) * x /
+    log(u) corrects the rounding of u (Kahan); u == 1 means x is below the precision."""
+    u = e.fn("exp", x)
+    um1 = e.sub(u, 1.0)
+    corrected = e.div(e.mul(um1, x), e.fn("log", u))
+    r = e.where(e.cmp("eq", u, 1.0), x, corrected)
+    # far from 0 (and at the infinities, where the ratio is a NaN) u - 1 is exact enough
+    return e.where(e.cmp("gt", e.fn("abs", x), 0.5), um1, r)
+
+
+def _reciprocal(e: _Expr, x: Value) -> Value:
+    return e.div(1.0, x)
+
+
 def _relu(e: _Expr, x: Value) -> Value:
     return e.where(e.cmp("lt", x, 0.0), 0.0, x)  # NaN stays NaN
 
@@ -345,6 +373,10 @@ lgamma = _unary("lgamma", _lgamma)
 gamma = _unary("gamma", _gamma)
 erfinv = _unary("erfinv", _erfinv)
 cyl_bessel_i0 = _unary("cyl_bessel_i0", _cyl_bessel_i0)
+round = _unary("round", _round)  # noqa: A001 - libdevice's name
+tan = _unary("tan", _tan)
+expm1 = _unary("expm1", _expm1)
+reciprocal = _unary("reciprocal", _reciprocal)
 
 
 def isnan(b: Builder, x: Operand) -> Value:
@@ -428,15 +460,107 @@ def nextafter(b: Builder, x: Operand, y: Operand) -> Value:
     return e.where(e.either(e.cmp("ne", v, v), e.cmp("ne", w, w)), e.add(v, w), r)
 
 
+def isinf(b: Builder, x: Operand) -> Value:
+    """int1: x is +inf or -inf."""
+    v, _ = _operand(b, "isinf", x)
+    return sem.binary(b, "eq", sem.unary(b, "abs", v), float("inf"))
+
+
+def ilogb(b: Builder, x: Operand) -> Value:
+    """The unbiased binary exponent of x (``floor(log2(|x|))``) as a value of x's
+    float type, as triton-ascend's libdevice returns it; C's results for the special
+    values: -2**31 for 0 and NaN, 2**31 - 1 for an infinity (both as floats)."""
+    v, dtype = _operand(b, "ilogb", x)
+    e = _Expr(b)
+    fmt = _FORMATS[v.dtype]
+    a = e.fn("abs", v)
+    # a subnormal is scaled into the normal range first
+    subnormal = e.cmp("lt", a, fmt.smallest_normal)
+    scaled = e.where(subnormal, e.mul(a, 2.0 ** fmt.mantissa_bits), a)
+    bits = sem.bitcast(b, scaled, _SAME_WIDTH_INT[v.dtype.bits])
+    biased = sem.binary(b, "rshift", bits, fmt.mantissa_bits)
+    exponent = e.sub(biased, e.where(subnormal, fmt.bias + fmt.mantissa_bits, fmt.bias))
+    r = sem.cast(b, exponent, v.dtype)
+    r = e.where(e.either(e.cmp("eq", a, 0.0), e.cmp("ne", v, v)), -2.0**31, r)
+    return _back(b, e.where(e.cmp("eq", a, float("inf")), 2.0**31 - 1, r), dtype)
+
+
+def fmod(b: Builder, x: Operand, y: Operand) -> Value:
+    """C's fmod (the remainder of truncated division, with x's sign): float ``%``."""
+    v, dtype = _operand(b, "fmod", x)
+    w, _ = _operand(b, "fmod", y)
+    return _back(b, sem.binary(b, "mod", v, w), dtype)
+
+
+def ldexp(b: Builder, x: Operand, n: Operand) -> Value:
+    """x * 2**n for an integral n (a float, as libdevice takes it, or an integer; a
+    fraction is cut off): three exact power-of-two factors built from their bits, so
+    an n beyond one factor's range scales without an intermediate infinity or zero;
+    the remainder factor goes first, so a result is rounded at most once."""
+    v, dtype = _operand(b, "ldexp", x)
+    fmt = _FORMATS[v.dtype]
+    ity = _SAME_WIDTH_INT[v.dtype.bits]
+    e = _Expr(b)
+    k = sem.as_value(b, n)
+    k = sem.cast_with_modes(b, _trunc(e, k) if k.dtype.is_float else k, ity,
+                            overflow="saturate")
+    lo, hi = 1 - fmt.bias, fmt.bias  # the exponents of normal numbers
+    powers = []
+    for _ in range(3):
+        part = sem.extremum(b, "minimum", sem.extremum(b, "maximum", k, lo, None), hi, None)
+        powers.append(sem.bitcast(b, sem.binary(b, "lshift", e.add(part, fmt.bias),
+                                                fmt.mantissa_bits), v.dtype))
+        k = e.sub(k, part)
+    # the smallest factor last: a result that becomes subnormal rounds only once
+    r = v
+    for power in reversed(powers):
+        r = e.mul(r, power)
+    return _back(b, r, dtype)
+
+
+def div_rz(b: Builder, x: Operand, y: Operand) -> Value:
+    """x / y rounded toward zero: the nearest quotient q, one step toward zero where
+    it rounded away, which the exact remainder ``fma(-q, y, x)`` tells (q * r * y < 0).
+    float32 only (as libdevice): float64 has no exact fma in the interpreter."""
+    v, dtype = _operand(b, "div_rz", x)
+    w, _ = _operand(b, "div_rz", y)
+    if v.dtype != dt.float32 or w.dtype != dt.float32:
+        raise b.error("div_rz() takes float32 (or 16-bit) operands, as libdevice does")
+    e = _Expr(b)
+    q = e.div(v, w)
+    r = sem.ternary(b, "fma", e.mul(-1.0, q), w, v)
+    same = e.cmp("eq", e.cmp("gt", q, 0.0), e.cmp("gt", w, 0.0))  # q * y > 0
+    # (a NaN remainder, of x / 0 or an infinite operand, compares neither way: q stays)
+    away = e.either(e.both(e.cmp("lt", r, 0.0), same),
+                    e.both(e.cmp("gt", r, 0.0), e.negation(same)))
+    away = e.both(away, e.cmp("ne", q, 0.0))
+    bits = sem.bitcast(b, q, dt.int32)
+    q = e.where(away, sem.bitcast(b, e.sub(bits, 1), dt.float32), q)
+    return q if dtype == dt.float32 else sem.cast_with_modes(b, q, dtype, "rtz")
+
+
+class _Format:
+    """The bit layout of a float type."""
+
+    def __init__(self, mantissa_bits: int, bias: int) -> None:
+        self.mantissa_bits = mantissa_bits
+        self.bias = bias
+        self.smallest_normal = 2.0 ** (1 - bias)
+
+
+_FORMATS = {dt.float32: _Format(23, 127), dt.float64: _Format(52, 1023)}
+
+
 _SAME_WIDTH_INT = {16: dt.int16, 32: dt.int32, 64: dt.int64}
 
 # name -> builder, for the frontend's builtin table (one operand, then two)
 UNARY: dict[str, Callable[[Builder, Operand], Value]] = {
     **{f.__name__: f for f in (sinh, cosh, asinh, acosh, atanh, atan, asin, acos, log10, trunc,
                             nearbyint, relu, isnan, isfinite, signbit, lgamma, gamma, erfinv,
-                            cyl_bessel_i0)},
+                            cyl_bessel_i0, round, tan, expm1, reciprocal, isinf, ilogb)},
     # libdevice's other names
     "rint": nearbyint, "isfinited": isfinite, "finitef": isfinite,
 }
 BINARY: dict[str, Callable[[Builder, Operand, Operand], Value]] = {
-    "copysign": copysign, "hypot": hypot, "nextafter": nextafter, "atan2": atan2}
+    "copysign": copysign, "hypot": hypot, "nextafter": nextafter, "atan2": atan2,
+    "fmod": fmod, "ldexp": ldexp, "div_rz": div_rz}

@@ -239,7 +239,7 @@ def _compile_cpu(generated: GeneratedKernel, root: Path, options: Options,
                          "allowed_dot_input_precisions": ("ieee", "hf32")})
     linalg = front.stage("linalg", "ttadapter", front.ttir())
     check_linalg(linalg)
-    linalg = lower_hfusion_histograms(linalg)
+    linalg = lower_hfusion_float_mods(lower_hfusion_histograms(linalg))
     refuse_ascend_only_ops(linalg, generated.name)
     llir = front.run("llir", lambda: _linalg_to_llir(linalg, options.llvm_root))
     types = _signature(llir, generated.name)
@@ -302,6 +302,39 @@ def lower_hfusion_histograms(linalg: str) -> str:
 
 _TENSOR_LIBRARY_CALL = re.compile(r"func\.func private @(\w+)\([^)]*tensor<")
 _HFUSION_OP = re.compile(r"\bhfusion\.(\w+)")
+
+
+# Float ``%`` (C's fmod) reaches Linalg as the Ascend-only ``hfusion.elemwise_binary``
+# with ``binary_fn<mod>``; on a CPU it is ``arith.remf`` (LLVM's frem: C's fmod).
+_HFUSION_FLOAT_MOD = re.compile(
+    r"^(?P<indent>\s*)(?P<result>%[\w.#]+) = hfusion\.elemwise_binary "
+    r"\{fun = #hfusion\.binary_fn<mod>\} ins\((?P<a>%[\w.#]+), (?P<b>%[\w.#]+) : "
+    r"tensor<(?P<shape>(?:\d+x)*)(?P<ety>f16|bf16|f32|f64)>, tensor<(?P=shape)(?P=ety)>\) "
+    r"outs\((?P<out>%[\w.#]+) : tensor<(?P=shape)(?P=ety)>\) -> "
+    r"tensor<(?P=shape)(?P=ety)>$", re.MULTILINE)
+
+
+def lower_hfusion_float_mods(linalg: str) -> str:
+    """Each elementwise float ``hfusion`` mod of two tensors rewritten as the
+    ``linalg.generic`` of ``arith.remf`` it means on a CPU (other forms stay, and
+    ``refuse_ascend_only_ops`` names them)."""
+    def generic(match: re.Match[str]) -> str:
+        rank = match["shape"].count("x")
+        dims = ", ".join(f"d{k}" for k in range(rank))
+        identity = f"affine_map<({dims}) -> ({dims})>"
+        p = "fmod" + re.sub(r"\W", "_", match["result"][1:]) + "_"
+        tensor = f"tensor<{match['shape']}{match['ety']}>"
+        ety, i = match["ety"], match["indent"]
+        iterators = ", ".join(['"parallel"'] * rank)
+        return (f"{i}{match['result']} = linalg.generic {{indexing_maps = "
+                f"[{identity}, {identity}, {identity}], iterator_types = "
+                f"[{iterators}]}} ins({match['a']}, {match['b']} : "
+                f"{tensor}, {tensor}) outs({match['out']} : {tensor}) {{\n"
+                f"{i}^bb0(%{p}x: {ety}, %{p}y: {ety}, %{p}o: {ety}):\n"
+                f"{i}  %{p}r = arith.remf %{p}x, %{p}y : {ety}\n"
+                f"{i}  linalg.yield %{p}r : {ety}\n"
+                f"{i}}} -> {tensor}")
+    return _HFUSION_FLOAT_MOD.sub(generic, linalg)
 
 
 def refuse_ascend_only_ops(linalg: str, kernel: str) -> None:

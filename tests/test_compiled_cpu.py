@@ -256,3 +256,38 @@ def test_route2_reports_the_vnot_bug_instead_of_hiding_it(cpu_toolchain, monkeyp
     assert out[0] == 7.0 and np.isnan(out[5]), "bishengir's vnot bug seems fixed: revisit"
     nan_check.launch(x, out, backend="compiled-cpu")
     assert out[0] == 0.0 and out[5] == 7.0
+
+
+@dsl.jit
+def float_remainder(x, y, out, ROWS: dsl.constexpr, COLS: dsl.constexpr):
+    r = dsl.arange(0, ROWS)[:, None]
+    c = dsl.arange(0, COLS)[None, :]
+    dsl.store(out, r * COLS + c, dsl.load(x, r * COLS + c) % dsl.load(y, r * COLS + c))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_float_remainder_runs_compiled_bit_exact(cpu_toolchain, dtype):
+    """Float ``%`` (C's fmod) reaches Linalg as Ascend's hfusion mod, which compiled-CPU
+    mode refused until session 18; it is now ``arith.remf`` there, bit for bit with
+    the interpreter's ``np.fmod`` (signs, zeros, infinities, NaN and x % 0 included)."""
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(32) * 100).astype(dtype)
+    y = (rng.standard_normal(32) * 3).astype(dtype)
+    x[:6] = [5.5, -5.5, np.inf, 0.0, -0.0, np.nan]
+    y[:6] = [-2.0, 2.0, 1.0, 3.0, -3.0, 1.0]
+    y[6:8] = [0.0, np.inf]
+    differential(float_remainder, (x, y, np.zeros(32, dtype)), {"ROWS": 4, "COLS": 8}, grid=(1,))
+    out = np.zeros(32, dtype)
+    float_remainder(x, y, out, ROWS=4, COLS=8)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        np.testing.assert_array_equal(out, np.fmod(x, y))
+
+
+def test_only_tensor_float_mods_are_rewritten(cpu_toolchain):
+    line = ("    %7 = hfusion.elemwise_binary {fun = #hfusion.binary_fn<mod>} ins(%4, %5 : "
+            "tensor<4x8xf32>, tensor<4x8xf32>) outs(%6 : tensor<4x8xf32>) -> tensor<4x8xf32>")
+    rewritten = cpu_toolchain.lower_hfusion_float_mods(line)
+    assert "arith.remf %fmod7_x, %fmod7_y : f32" in rewritten
+    assert 'iterator_types = ["parallel", "parallel"]' in rewritten
+    other = line.replace("binary_fn<mod>", "binary_fn<vor>")
+    assert cpu_toolchain.lower_hfusion_float_mods(other) == other

@@ -24,6 +24,8 @@ UNARY = {
     "relu": (lambda x: np.where(x < 0, 0.0, x), "relu", 0),
     "atan": (np.arctan, "atan", 2), "asin": (np.arcsin, "asin", 3),
     "acos": (np.arccos, "acos", 4),
+    "tan": (np.tan, "tan", 4), "expm1": (np.expm1, "expm1", 2),
+    "reciprocal": (np.reciprocal, "reciprocal", 1),
 }
 
 
@@ -49,8 +51,9 @@ SPECIAL = {
 }
 KERNELS1 = {name: _unary_kernel(name)
             for name in [*UNARY, *SPECIAL, "isnan", "signbit", "isfinite", "rint", "fast_expf",
-                                      "exp"]}
-KERNELS2 = {name: _kernel2(name) for name in ("copysign", "hypot", "nextafter", "atan2")}
+                                      "exp", "round", "isinf", "ilogb"]}
+KERNELS2 = {name: _kernel2(name) for name in ("copysign", "hypot", "nextafter", "atan2", "fmod",
+                                              "ldexp", "div_rz")}
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 0.5, -0.5, 1.5, 2.5, -2.5, 1.0, -1.0,
             1e-30, -1e-30, 3e38, -3e38, 1e-45, 2.0**23 + 1, 0.99999994]
 
@@ -200,6 +203,61 @@ def test_copysign_hypot_and_nextafter():
         assert (err <= 2 * spacing).all()
 
 
+def _run2(name, x, y):
+    out = np.zeros_like(x)
+    KERNELS2[name][(1,)](x, y, out, x.size, BLOCK=BLOCK)
+    return out
+
+
+def test_round_isinf_and_ilogb_are_exact():
+    """Since session 18: libdevice's round (halves away from zero, C's round; NumPy's
+    own rounds halves to even), isinf and ilogb (as a float, C's special values)."""
+    for dtype in (np.float32, np.float16):
+        x = _inputs(dtype)
+        x[:10] = [-np.nan, np.inf, -np.inf, -0.0, 2.5, -2.5, 0.5, -0.49999997, 1.5, -0.3]
+        t = np.trunc(x)
+        with np.errstate(invalid="ignore"):
+            want = np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+        want = np.copysign(np.abs(want), x)
+        np.testing.assert_array_equal(_run1("round", x), want.astype(dtype))
+        np.testing.assert_array_equal(_run1("isinf", x).astype(bool), np.isinf(x))
+        with np.errstate(all="ignore"):
+            exponent = (np.frexp(x.astype(np.float64))[1] - 1).astype(np.float64)
+        exponent[(x == 0) | np.isnan(x)] = -2.0**31
+        exponent[np.isinf(x)] = 2.0**31 - 1
+        np.testing.assert_array_equal(_run1("ilogb", x), exponent.astype(dtype))
+
+
+def _toward_zero32(q: np.ndarray) -> np.ndarray:
+    """A float64 quotient of float32 operands rounded toward zero to float32 (it is
+    never close enough to a float32 value for its own rounding to matter)."""
+    nearest = q.astype(np.float32)
+    with np.errstate(invalid="ignore"):
+        away = np.abs(nearest.astype(np.float64)) > np.abs(q)
+    return np.where(away, np.nextafter(nearest, np.float32(0)), nearest)
+
+
+def test_fmod_ldexp_and_div_rz():
+    """Since session 18: fmod (C's, float ``%``), ldexp (over exponents that need
+    more than one power-of-two factor, into subnormals) and div_rz against NumPy."""
+    rng = np.random.default_rng(9)
+    x, y = _inputs(np.float32), _inputs(np.float32, seed=10)
+    with np.errstate(over="ignore"):
+        y[:len(SPECIALS)] = rng.permutation(np.asarray(SPECIALS, np.float32))
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(_run2("fmod", x, y), np.fmod(x, y))
+        q = _toward_zero32(x.astype(np.float64) / y.astype(np.float64))
+    np.testing.assert_array_equal(_run2("div_rz", x, y), q)
+    n = rng.integers(-400, 400, x.size).astype(np.float32)
+    n[:4] = [-130, -300, 254, 300]
+    x[:4] = [0.99999994, 3e38, 1e-45, 1e-45]
+    with np.errstate(all="ignore"):
+        want = np.ldexp(x, n.astype(np.int32))
+    np.testing.assert_array_equal(_run2("ldexp", x, n), want)
+    with pytest.raises(dsl.DSLCompileError, match=r"div_rz\(\) takes float32"):
+        _run2("div_rz", x.astype(np.float64), y.astype(np.float64))
+
+
 def test_integer_operands_are_refused_at_the_call():
     with pytest.raises(dsl.DSLCompileError, match=r"asinh\(\) expects a floating-point"):
         _run1("asinh", np.arange(8, dtype=np.int32))
@@ -219,6 +277,9 @@ def all_math(x, y, out, n, BLOCK: dsl.constexpr):
     r += dsl.where(dsl.isnan(a) | dsl.signbit(b), 1.0, 0.0)
     r += dsl.where(dsl.isfinite(a / b), 2.0, 0.0) + dsl.rint(a) + dsl.fast_expf(a * 0.1)
     r += dsl.fast_dividef(a, b)
+    r += dsl.round(a) + dsl.tan(a) + dsl.expm1(b * 0.1) + dsl.reciprocal(b)
+    r += dsl.where(dsl.isinf(a / b), 3.0, 0.0) + dsl.ilogb(a) + dsl.fmod(a, b)
+    r += dsl.ldexp(a, dsl.floor(b * 10.0)) + dsl.div_rz(a, b)
     dsl.store(out, i, r, m)
 
 
