@@ -3,7 +3,10 @@ each against what Triton gives: tensor member functions (``x.sum()``, ``x.exp()`
 ``reduce`` over every axis, the promotion of an integer with bfloat16, the type of
 ``max``/``min`` of 16-bit floats, Python ints up to 2**64 as arguments, grids with no
 programs, and programs that wait on one another through memory (spin locks, a chain
-of flags), which the interpreter used to run in lockstep and never finish."""
+of flags), which the interpreter used to run in lockstep and never finish. Since
+session 18 (a third hunt): tuples carried through loops, ``clamp``'s NaN policy,
+f-strings (``tl.softmax``), a constexpr mask with ``other=``, float8 arguments,
+``cast``'s rounding and overflow modes and more libdevice functions."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import dsl.triton_compat
 
 triton = pytest.importorskip("triton") if not os.environ.get("CI") else __import__("triton")
 tl = triton.language
+libdevice = __import__("triton.language.extra.libdevice", fromlist=["libdevice"])
 
 # Off the device, @triton.autotune needs the switch installed before it is applied.
 dsl.triton_compat.install()
@@ -779,3 +783,39 @@ def test_cast_modes_compiled_cpu_bit_exact_and_lowered(cpu_toolchain):
     lowered = kernel.lower(f32, f16, N=32, DST=tl.float16, ROUNDING="rtz", OVERFLOW="saturate",
                            target="Ascend910B4")
     assert lowered.hivm
+
+
+# ----------------------------------------------------------------------------- libdevice
+
+
+@triton.jit
+def more_libdevice(x_ptr, y_ptr, o_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x, y = tl.load(x_ptr + offs), tl.load(y_ptr + offs)
+    tl.store(o_ptr + offs, libdevice.tan(x) + libdevice.expm1(x) + libdevice.round(x))
+    tl.store(o_ptr + N + offs, libdevice.reciprocal(y) + libdevice.ilogb(y) +
+             libdevice.isinf(x / y).to(tl.float32))
+    tl.store(o_ptr + 2 * N + offs, libdevice.fmod(x, y) + libdevice.ldexp(x, y) +
+             libdevice.div_rz(x, y))
+
+
+def test_the_libdevice_functions_added_in_session_18_by_their_triton_names():
+    """libdevice's tan, expm1, round, reciprocal, ilogb, isinf, fmod, ldexp and div_rz
+    (refused before) from a Triton kernel, against NumPy."""
+    x = np.array([0.5, -2.5, 1e-8, 3.0, -0.0, 1.5, 2.5, -7.25], np.float32)
+    y = np.array([3.0, 2.0, -3.0, 0.0, 1.0, -4.0, 5.0, 2.0], np.float32)
+    out = np.zeros(24, np.float32)
+    dsl.from_triton(more_libdevice)[(1,)](x, y, out, N=8)
+    with np.errstate(all="ignore"):
+        rounded = np.copysign(np.floor(np.abs(x) + 0.5), x)  # exact for these inputs
+        first = np.tan(x) + np.expm1(x) + rounded
+        exponent = np.where(y == 0, -2.0**31, np.frexp(y)[1] - 1)
+        second = 1 / y + exponent + np.isinf(x / y)
+        q = x.astype(np.float64) / y
+        third = np.fmod(x, y) + np.ldexp(x, y.astype(np.int32)) + \
+            _toward_zero(q, np.dtype(np.float32))
+    np.testing.assert_allclose(out[:8], first, rtol=2e-7)
+    np.testing.assert_array_equal(out[8:16], second.astype(np.float32))
+    np.testing.assert_array_equal(np.isnan(out[16:]), np.isnan(third))
+    finite = ~np.isnan(third)
+    np.testing.assert_allclose(out[16:][finite], third[finite], rtol=1e-7)
