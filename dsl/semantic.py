@@ -801,17 +801,21 @@ def _slice_args(b: Builder, what: str, rank: int, offsets: Any, sizes: Any, stri
     return values, sz, st
 
 
-def extract_slice(b: Builder, x: Operand, offsets: Any, sizes: Any, strides: Any) -> Value:
+def extract_slice(b: Builder, x: Operand, offsets: Any, sizes: Any, strides: Any,
+                  spelled: str = "extract_slice") -> Value:
     """triton-ascend's ``extract_slice``: the ``sizes`` block of ``x`` at ``offsets``
-    (constexpr or runtime), taking every ``strides``-th element."""
-    v = _block(b, x, "extract_slice")
-    offs, sz, st = _slice_args(b, "extract_slice", v.rank, offsets, sizes, strides)
+    (constexpr or runtime), taking every ``strides``-th element. ``spelled``: the
+    builtin the kernel called (errors name it)."""
+    v = _block(b, x, spelled)
+    offs, sz, st = _slice_args(b, spelled, v.rank, offsets, sizes, strides)
     for d, (n, step, full) in enumerate(zip(sz, st, v.shape)):
         if (n - 1) * step + 1 > full:
             raise b.error(f"extract_slice() size {n} with stride {step} does not fit dimension "
                           f"{d} of {list(v.shape)}")
-    return b.emit("extract_slice", [v, *offs], [Type(v.dtype, sz)],
-                  attrs={"sizes": sz, "strides": st}).result
+    attrs: dict[str, Any] = {"sizes": sz, "strides": st}
+    if spelled != "extract_slice":
+        attrs["spelled"] = spelled
+    return b.emit("extract_slice", [v, *offs], [Type(v.dtype, sz)], attrs=attrs).result
 
 
 def insert_slice(b: Builder, full: Operand, sub: Operand, offsets: Any, sizes: Any,
@@ -830,7 +834,7 @@ def insert_slice(b: Builder, full: Operand, sub: Operand, offsets: Any, sizes: A
 def get_element(b: Builder, x: Operand, indices: Any) -> Value:
     """triton-ascend's ``get_element``: the one element of ``x`` at ``indices``."""
     v = _block(b, x, "get_element")
-    one = extract_slice(b, v, as_tuple(indices), (1,) * v.rank, (1,) * v.rank)
+    one = extract_slice(b, v, as_tuple(indices), (1,) * v.rank, (1,) * v.rank, "get_element")
     return reduce(b, "max", one, None, False)  # the max of one element is that element
 
 

@@ -724,7 +724,8 @@ class Interpreter:
             if (start < 0).any() or (start + (n - 1) * step >= shape[d]).any():
                 bad = int(start[(start < 0) | (start + (n - 1) * step >= shape[d])][0])
                 raise DSLRuntimeError(
-                    f"{op.loc}: {op.kind} in kernel '{self.fn.name}': offset {bad} with size "
+                    f"{op.loc}: {op.attrs.get('spelled', op.kind)} in kernel "
+                    f"'{self.fn.name}': offset {bad} with size "
                     f"{n} and stride {step} leaves dimension {d} of a block of shape "
                     f"{list(shape)}\n{op.loc.excerpt()}")
             lanes = (np.arange(n) * step).reshape((1,) * (d + 1) + (n,) + (1,) * (rank - d - 1))

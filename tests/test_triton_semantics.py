@@ -819,3 +819,17 @@ def test_the_libdevice_functions_added_in_session_18_by_their_triton_names():
     np.testing.assert_array_equal(np.isnan(out[16:]), np.isnan(third))
     finite = ~np.isnan(third)
     np.testing.assert_allclose(out[16:][finite], third[finite], rtol=1e-7)
+
+
+@triton.jit
+def element_at(x_ptr, y_ptr, i, B: tl.constexpr):
+    tl.store(y_ptr, tl.get_element(tl.load(x_ptr + tl.arange(0, B)), (i,)))
+
+
+def test_get_element_outside_the_block_names_get_element():
+    x = np.arange(8, dtype=np.float32)
+    y = np.zeros(1, np.float32)
+    dsl.from_triton(element_at)[(1,)](x, y, 5, B=8)
+    assert y[0] == 5.0
+    with pytest.raises(dsl.DSLRuntimeError, match="get_element in kernel 'element_at': offset 8"):
+        dsl.from_triton(element_at)[(1,)](x, y, 8, B=8)
