@@ -470,6 +470,18 @@ def _same_constant(a: Any, b: Any) -> bool:
         return False
 
 
+# The hidden name a 'return v' under a runtime 'if' assigns (not a Python identifier).
+_RETURNED = "<returned>"
+
+
+def _return_assignment(ret: ast.stmt) -> ast.stmt:
+    """``return v`` as an assignment of ``v`` to the hidden ``_RETURNED`` name (where the
+    'return' was)."""
+    assert isinstance(ret, ast.Return) and ret.value is not None
+    node = ast.Assign(targets=[ast.Name(_RETURNED, ast.Store())], value=ret.value)
+    return ast.copy_location(node, ret)
+
+
 def _returns(stmts: list[ast.stmt]) -> bool:
     return bool(stmts) and isinstance(stmts[-1], ast.Return)
 
@@ -638,10 +650,18 @@ class _Visitor:
                         raise self.error(inner, "a 'return' under a runtime 'if' must be the "
                                                 "last statement of its branch, or inside an "
                                                 "'if' with nothing after the outer 'if'")
-        for branch in (node.body, node.orelse):
-            if _returns(branch) and branch[-1].value is not None:  # type: ignore[attr-defined]
-                raise self.error(branch[-1], "a 'return' under a runtime 'if' cannot return "
-                                             "a value")
+        if not tail:
+            for branch in (node.body, node.orelse):
+                if _returns(branch) and branch[-1].value is not None:  # type: ignore[attr-defined]
+                    raise self.error(branch[-1], "a 'return' of a value under a runtime 'if' "
+                                                 "can only end the function")
+        # A branch's 'return v' becomes an assignment of a hidden name, merged out of the
+        # 'if' like any other; the function then returns the merged value.
+        then_stmts, else_stmts = (stmts + [_return_assignment(branch[-1])]
+                                  if _returns(branch) and branch[-1].value is not None
+                                  else stmts
+                                  for stmts, branch in ((then_stmts, node.body),
+                                                        (else_stmts, node.orelse)))
         outer = dict(self.scope)
         blocks, scopes = [], []
         was_tail, self.at_tail = self.at_tail, tail
@@ -653,15 +673,22 @@ class _Visitor:
             try:
                 self.run_body(stmts)
             except _Return as ret:  # a nested 'return' ended this branch
-                if not tail or ret.value is not None:
+                if not tail:
                     raise self.error(node, "a 'return' under a runtime 'if' can only end "
-                                           "the function, without a value") from None
+                                           "the function") from None
+                if ret.value is not None:
+                    self.scope[_RETURNED] = ret.value
             finally:
                 self.b.blocks.pop()
             blocks.append(block)
             scopes.append(dict(self.scope))
         self.at_tail = was_tail
-        assigned = _assigned_names(then_stmts + else_stmts)
+        returned = [_RETURNED in s for s in scopes]
+        if any(returned) and not all(returned):
+            raise self.error(node, "a function that returns a value under a runtime 'if' "
+                                   "must return one on every path")
+        assigned = _assigned_names(then_stmts + else_stmts) | (
+            {_RETURNED} if all(returned) else set())
         names, rebuilds, unmerged, merged = [], [], {}, []
         for n in sorted(assigned):
             if not all(n in s for s in scopes) or all(s[n] is outer.get(n) for s in scopes):
@@ -698,6 +725,8 @@ class _Visitor:
         self.scope.update(outer)
         self.scope.update(unmerged)
         self._bind_carried(names, rebuilds, op.results)
+        if all(returned):
+            raise _Return(self.scope.pop(_RETURNED))
         self.run_body(rest)
 
     def _widen_offsets(self, blocks: list[Block], first: list[Value], second: list[Value]

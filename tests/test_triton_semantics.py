@@ -833,3 +833,78 @@ def test_get_element_outside_the_block_names_get_element():
     assert y[0] == 5.0
     with pytest.raises(dsl.DSLRuntimeError, match="get_element in kernel 'element_at': offset 8"):
         dsl.from_triton(element_at)[(1,)](x, y, 8, B=8)
+
+
+# ----------------------------------------------------------------------------- returns
+
+
+@triton.jit
+def _scaled(x, t):
+    if t > 1:
+        return x * 3.0, t
+    elif t > 0:
+        return x * 2.0, t + 10
+    else:
+        return x, t + 20
+
+
+@triton.jit
+def _shifted(x, t):
+    if t > 0:
+        return x * 2.0
+    return x - 1.0
+
+
+@triton.jit
+def returns_under_a_runtime_if(x_ptr, y_ptr, t, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    a, b = _scaled(x, t)
+    tl.store(y_ptr + offs, a + b + _shifted(x, t) * 1000.0)
+
+
+@pytest.mark.parametrize("t", [-1, 0, 1, 2])
+def test_a_helper_returns_a_value_under_a_runtime_if(t):
+    """A helper's ``return value`` under a runtime ``if`` (refused: "cannot return a
+    value") merges the value of each path, tuples and ``elif`` chains included."""
+    x = np.arange(4, dtype=np.float32)
+    y = np.zeros(4, np.float32)
+    dsl.from_triton(returns_under_a_runtime_if)[(1,)](x, y, t, N=4)
+    a, b = _scaled.fn(x, t)
+    np.testing.assert_array_equal(y, a + np.float32(b) + _shifted.fn(x, t) * 1000.0)
+
+
+@triton.jit
+def scalar_returned_under_a_runtime_if(x_ptr, y_ptr, t, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    s, u = _scaled(tl.load(x_ptr), t)  # scalars: compiled-CPU mode takes no 'if' of blocks
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs) * s + u)
+
+
+@pytest.mark.parametrize("t", [0, 1, 2])
+def test_a_value_returned_under_a_runtime_if_compiled_cpu_bit_exact_and_lowered(
+        cpu_toolchain, t):
+    x = np.random.default_rng(12).standard_normal(8).astype(np.float32)
+    kernel = dsl.from_triton(scalar_returned_under_a_runtime_if)
+    differential(kernel, (x, np.zeros(8, np.float32), t), {"N": 8}, grid=(1,))
+    f32 = dsl.tensor_spec("float32")
+    blocks = dsl.from_triton(returns_under_a_runtime_if)
+    assert blocks.lower(f32, f32, dsl.ScalarSpec(dsl.int32), N=8, target="Ascend910B4").hivm
+
+
+@triton.jit
+def _value_on_one_path(x, t):
+    if t > 0:
+        return x * 2.0
+
+
+@triton.jit
+def returns_on_one_path_only(x_ptr, y_ptr, t, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(y_ptr + offs, _value_on_one_path(tl.load(x_ptr + offs), t))
+
+
+def test_a_value_returned_on_one_path_only_is_an_error():
+    with pytest.raises(dsl.DSLCompileError, match="must return one on every path"):
+        dsl.from_triton(returns_on_one_path_only)[(1,)](np.zeros(4, np.float32),
+                                                        np.zeros(4, np.float32), 1, N=4)
