@@ -435,8 +435,17 @@ class _Emitter:
             expr = f"tl.load({address})"
         self.emit(f"{result} = {expr}", indent, op.loc)
 
+    def _written_address(self, op: Op) -> str:
+        """The address a store or atomic writes: with a constant-0 offset (a one-element
+        tensor) and a block value, a block of pointers to that element (Triton takes
+        no block value through a scalar pointer)."""
+        address, uniform = self._address(op)
+        if uniform and op.value.shape:
+            return f"{address} + tl.zeros({_shape(op.value.shape)}, tl.int32)"
+        return address
+
     def op_store(self, op: Op, indent: int) -> None:
-        address, _ = self._address(op)
+        address = self._written_address(op)
         mask = f", mask={self.name(op.mask)}" if op.mask is not None else ""
         self.emit(f"tl.store({address}, {self.name(op.value)}{mask})", indent, op.loc)
 
@@ -445,13 +454,13 @@ class _Emitter:
                        if op.attrs.get(key) is not None)
 
     def op_atomic(self, op: Op, indent: int) -> None:
-        address, _ = self._address(op)
+        address = self._written_address(op)
         mask = f", mask={self.name(op.mask)}" if op.mask is not None else ""
         self.emit(f"{self.define(op.result)} = tl.atomic_{op.attrs['op']}({address}, "
                   f"{self.name(op.value)}{mask}{self._memory_semantics(op)})", indent, op.loc)
 
     def op_atomic_cas(self, op: Op, indent: int) -> None:
-        address, _ = self._address(op)
+        address = self._written_address(op)
         self.emit(f"{self.define(op.result)} = tl.atomic_cas({address}, "
                   f"{self.name(op.require('compare'))}, {self.name(op.value)}"
                   f"{self._memory_semantics(op)})", indent, op.loc)

@@ -291,3 +291,29 @@ def test_only_tensor_float_mods_are_rewritten(cpu_toolchain):
     assert 'iterator_types = ["parallel", "parallel"]' in rewritten
     other = line.replace("binary_fn<mod>", "binary_fn<vor>")
     assert cpu_toolchain.lower_hfusion_float_mods(other) == other
+
+
+@dsl.jit
+def one_element_writes(x, out, total, n, BLOCK: dsl.constexpr, ATOMIC: dsl.constexpr):
+    i = dsl.arange(0, BLOCK)
+    m = i < n
+    v = dsl.load(x, i, m, 0.0) * 2.0
+    dsl.store(out, i, v, m)
+    if ATOMIC:  # (compiled-CPU mode refuses atomics: lowered only)
+        dsl.atomic_add(total, i * 0, v, m)
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_writes_through_a_one_element_tensor_compile_and_lower(cpu_toolchain, n):
+    """A one-element tensor's layout is a broadcast scalar (offset 0): the generated
+    Triton stored a block through the scalar pointer, which triton-ascend refuses
+    ("Value argument cannot be block type..."), so compiled-CPU mode and the NPU
+    lowering failed for n == 1, the BCE operators on one element included."""
+    x = np.arange(1, n + 1, dtype=np.float32)
+    args = (x, np.zeros(n, np.float32), np.zeros(1, np.float32), n)
+    differential(one_element_writes, args, {"BLOCK": 16, "ATOMIC": False}, grid=(1,))
+    out, total = np.zeros(n, np.float32), np.zeros(1, np.float32)
+    one_element_writes(x, out, total, n, BLOCK=16, ATOMIC=True)
+    np.testing.assert_array_equal(out, 2 * x)
+    assert total[0] == 2 * x.sum()
+    assert one_element_writes.lower(*args, BLOCK=16, ATOMIC=True, target="Ascend910B4").hivm
