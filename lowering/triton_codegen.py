@@ -238,6 +238,32 @@ class _Emitter:
             expr = f"tl.where({b} == 0, {zero}, tl.where({b} == -1, -{a}, {safe}))"
         self.emit(f"{self.define(op.result)} = {expr}", indent, op.loc)
 
+    def shift(self, op: Op, indent: int) -> None:
+        """``<<`` and ``>>`` as the interpreter defines them for every shift amount: one
+        outside [0, bits) gives 0 (``>>`` of a negative signed value: -1), which Triton
+        leaves undefined (LLVM's shift is poison there; compiled x86 code masked the
+        amount). An amount that is a constant inside the range stays plain."""
+        dtype = op.result.dtype
+        bits = dtype.bits
+        amount = op.rhs
+        constant = amount.owner.constant if amount.owner is not None else None
+        while constant is None and amount.owner is not None and \
+                amount.owner.defn.lanewise and not amount.owner.defn.is_elementwise:
+            amount = amount.owner.source  # through casts and broadcasts to a constant
+            constant = amount.owner.constant if amount.owner is not None else None
+        if constant is not None and not isinstance(constant, bool) and 0 <= constant < bits:
+            self.elementwise(op, indent)
+            return
+        a, b = self.name(op.lhs), self.name(op.rhs)
+        symbol = op.defn.elementwise.symbol  # type: ignore[union-attr]
+        name = dtype.triton_name
+        inside = f"(({b} >= tl.cast(0, {name})) & ({b} < tl.cast({bits}, {name})))"
+        shifted = f"{a} {symbol} tl.where({inside}, {b}, tl.cast(0, {name}))"
+        fill = f"{a} >> tl.cast({bits - 1}, {name})" if symbol == ">>" and \
+            not dtype.is_unsigned else f"tl.cast(0, {name})"
+        self.emit(f"{self.define(op.result)} = tl.where({inside}, {shifted}, {fill})", indent,
+                  op.loc)
+
     def op_yield(self, op: Op, indent: int) -> None:
         """Nothing here: ``op_for`` assigns the carried variables at the body's end."""
 
@@ -538,6 +564,8 @@ EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
     **{kind: _Emitter.elementwise for kind, d in OPS.items() if d.is_elementwise},
     "floordiv": _Emitter.integer_division,
     "mod": _Emitter.integer_division,
+    "lshift": _Emitter.shift,
+    "rshift": _Emitter.shift,
     "const": _Emitter.op_const,
     "arange": _Emitter.op_arange,
     "program_id": _Emitter.op_program_id,

@@ -317,3 +317,34 @@ def test_writes_through_a_one_element_tensor_compile_and_lower(cpu_toolchain, n)
     np.testing.assert_array_equal(out, 2 * x)
     assert total[0] == 2 * x.sum()
     assert one_element_writes.lower(*args, BLOCK=16, ATOMIC=True, target="Ascend910B4").hivm
+
+
+@dsl.jit
+def shifts(x, s, left, right, N: dsl.constexpr):
+    i = dsl.arange(0, N)
+    a, b = dsl.load(x, i), dsl.load(s, i)
+    dsl.store(left, i, a << b)
+    dsl.store(right, i, a >> b)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint32, np.int64])
+def test_shifts_outside_the_width_agree_compiled(cpu_toolchain, dtype):
+    """A shift by a negative amount or by the width or more is 0 (``>>`` of a negative
+    value: -1) in every backend: the generated Triton guards amounts that are not
+    constants in range (compiled x86 code masked the amount: 40 acted as 8)."""
+    bits = np.dtype(dtype).itemsize * 8
+    info = np.iinfo(dtype)
+    x = np.array([-5, 5, -1, 7, info.max, info.min, 3, -128][:16], np.int64)
+    x = np.resize(np.clip(x, info.min, info.max), 16).astype(dtype)
+    amounts = [bits + 8, bits, bits - 1, 1, 0, 3, bits * 3, 2] * 2
+    if np.issubdtype(dtype, np.signedinteger):
+        amounts[8:11] = [-3, -1, -bits]
+    s = np.array(amounts, np.int64).astype(dtype)
+    differential(shifts, (x, s, np.zeros(16, dtype), np.zeros(16, dtype)), {"N": 16}, grid=(1,))
+    left, right = np.zeros(16, dtype), np.zeros(16, dtype)
+    shifts(x, s, left, right, N=16)
+    inside = (s.astype(np.int64) >= 0) & (s.astype(np.int64) < bits)
+    safe = np.where(inside, s, 0).astype(dtype)
+    np.testing.assert_array_equal(left, np.where(inside, x << safe, 0).astype(dtype))
+    fill = np.where(x < 0, -1, 0).astype(dtype)
+    np.testing.assert_array_equal(right, np.where(inside, x >> safe, fill).astype(dtype))
