@@ -348,3 +348,19 @@ def test_shifts_outside_the_width_agree_compiled(cpu_toolchain, dtype):
     np.testing.assert_array_equal(left, np.where(inside, x << safe, 0).astype(dtype))
     fill = np.where(x < 0, -1, 0).astype(dtype)
     np.testing.assert_array_equal(right, np.where(inside, x >> safe, fill).astype(dtype))
+
+
+@dsl.jit
+def integer_argmax(x, out, N: dsl.constexpr):
+    dsl.store(out, 0, dsl.argmax(dsl.load(x, dsl.arange(0, N)), axis=0))
+
+
+def test_integer_argmax_is_refused_in_compiled_cpu_mode(cpu_toolchain):
+    """triton-ascend 3.2.0's CPU lowering returned -1 for argmax of this uint8 row (the
+    interpreter gives 0): refused with the reason instead of a wrong index."""
+    x = np.array([128, 0, 32, 0, 34, 0, 0, 0], np.uint8)
+    out = np.zeros(1, np.int32)
+    integer_argmax(x, out, N=8)
+    assert out[0] == 0
+    with pytest.raises(cpu_toolchain.CompiledCPUError, match="argmax/argmin of integers"):
+        integer_argmax.launch(x, out, N=8, grid=(1,), backend="compiled-cpu")
