@@ -260,6 +260,8 @@ def _gamma(e: _Expr, x: Value) -> Value:
     signed = e.negate_if(negative, magnitude)
     pole = e.both(e.cmp("lt", x, 0.0), e.cmp("eq", e.fn("floor", x), x))
     signed = e.where(pole, float("nan"), signed)
+    # gamma(+-0) is +-inf (C's tgamma): the sign of the zero, which lgamma's inf lacks
+    signed = e.where(e.cmp("eq", x, 0.0), e.negate_if(e.negative(x), float("inf")), signed)
     return e.where(e.cmp("eq", x, float("-inf")), float("nan"), signed)
 
 
