@@ -238,6 +238,18 @@ class _Emitter:
             expr = f"tl.where({b} == 0, {zero}, tl.where({b} == -1, -{a}, {safe}))"
         self.emit(f"{self.define(op.result)} = {expr}", indent, op.loc)
 
+    @staticmethod
+    def _constant(v: Value) -> object:
+        """The constant ``v`` is (through casts and broadcasts), or None."""
+        while v.owner is not None and v.owner.constant is None and \
+                v.owner.defn.lanewise and not v.owner.defn.is_elementwise:
+            v = v.owner.source
+        return v.owner.constant if v.owner is not None else None
+
+    def _positive_constant(self, v: Value) -> bool:
+        constant = self._constant(v)
+        return constant is not None and not isinstance(constant, bool) and constant > 0
+
     def shift(self, op: Op, indent: int) -> None:
         """``<<`` and ``>>`` as the interpreter defines them for every shift amount: one
         outside [0, bits) gives 0 (``>>`` of a negative signed value: -1), which Triton
@@ -245,12 +257,7 @@ class _Emitter:
         amount). An amount that is a constant inside the range stays plain."""
         dtype = op.result.dtype
         bits = dtype.bits
-        amount = op.rhs
-        constant = amount.owner.constant if amount.owner is not None else None
-        while constant is None and amount.owner is not None and \
-                amount.owner.defn.lanewise and not amount.owner.defn.is_elementwise:
-            amount = amount.owner.source  # through casts and broadcasts to a constant
-            constant = amount.owner.constant if amount.owner is not None else None
+        constant = self._constant(op.rhs)
         if constant is not None and not isinstance(constant, bool) and 0 <= constant < bits:
             self.elementwise(op, indent)
             return
@@ -536,7 +543,22 @@ class _Emitter:
             carried.append(name)
             self.emit(f"{name} = {self.name(init)}", indent, op.loc)
         iv = self.define(body.args[0])
-        self.emit(f"for {iv} in range({lo}, {hi}, {step}):", indent, op.loc)
+        if op.attrs.get("tiled") or self._positive_constant(op.step):
+            # (a tile_range loop steps by num_programs * block: positive)
+            self.emit(f"for {iv} in range({lo}, {hi}, {step}):", indent, op.loc)
+        else:
+            # scf.for takes only a positive step (a negative one ran no iteration, while
+            # Python's range counts down): count the trips, then step the counter
+            name = body.args[0].dtype.triton_name
+            trips, trip = f"trips{self.counter}", f"trip{self.counter}"
+            self.counter += 1
+            zero, one = f"tl.cast(0, {name})", f"tl.cast(1, {name})"
+            up = f"({hi} - {lo} + {step} - {one}) // tl.where({step} > {zero}, {step}, {one})"
+            down = f"({lo} - {hi} - {step} - {one}) // tl.where({step} < {zero}, -{step}, {one})"
+            self.emit(f"{trips} = tl.maximum(tl.where({step} > {zero}, {up}, tl.where({step} < "
+                      f"{zero}, {down}, {zero})), {zero})", indent, op.loc)
+            self.emit(f"for {trip} in range(0, {trips}):", indent, op.loc)
+            self.emit(f"{iv} = {lo} + {trip} * {step}", indent + 1, op.loc)
         self.block(body, indent + 1)
         yield_op = body.ops[-1]
         for name, value in zip(carried, yield_op.operands):

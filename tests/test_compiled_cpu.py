@@ -364,3 +364,28 @@ def test_integer_argmax_is_refused_in_compiled_cpu_mode(cpu_toolchain):
     assert out[0] == 0
     with pytest.raises(cpu_toolchain.CompiledCPUError, match="argmax/argmin of integers"):
         integer_argmax.launch(x, out, N=8, grid=(1,), backend="compiled-cpu")
+
+
+@dsl.jit
+def counted_loop(out, lo, hi, step, STEP: dsl.constexpr):
+    total = 0
+    trips = 0
+    for k in range(lo, hi, step):
+        total = total + k
+        trips = trips + 1
+    for k in range(lo, hi, STEP):
+        total = total + k * 1000
+    dsl.store(out, 0, total)
+    dsl.store(out, 1, trips)
+
+
+@pytest.mark.parametrize("lo, hi, step", [(10, 0, -3), (10, 1, -3), (10, 0, -1), (0, 10, 3),
+                                          (-7, 7, 2), (3, 3, -1), (0, 5, -1), (5, 0, 2)])
+def test_loops_with_a_negative_step_count_down_compiled(cpu_toolchain, lo, hi, step):
+    """``range`` with a negative step (runtime or constexpr) runs Python's trips in
+    every backend; compiled code ran none (scf.for takes positive steps only)."""
+    out = np.zeros(2, np.int32)
+    counted_loop(out, lo, hi, step, STEP=step)
+    trips = list(range(lo, hi, step))
+    assert out.tolist() == [sum(trips) * 1001, len(trips)]
+    differential(counted_loop, (np.zeros(2, np.int32), lo, hi, step), {"STEP": step}, grid=(1,))
