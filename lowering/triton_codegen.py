@@ -264,7 +264,10 @@ class _Emitter:
         a, b = self.name(op.lhs), self.name(op.rhs)
         symbol = op.defn.elementwise.symbol  # type: ignore[union-attr]
         name = dtype.triton_name
-        inside = f"(({b} >= tl.cast(0, {name})) & ({b} < tl.cast({bits}, {name})))"
+        # 0 <= b < bits, for a power-of-two width, as b >> log2(bits) == 0: one equality,
+        # which bishengir lowers for every integer type (its HIVM mapping has no unsigned
+        # ordered compare of 16-bit integers)
+        inside = f"(({b} >> tl.cast({bits.bit_length() - 1}, {name})) == tl.cast(0, {name}))"
         shifted = f"{a} {symbol} tl.where({inside}, {b}, tl.cast(0, {name}))"
         fill = f"{a} >> tl.cast({bits - 1}, {name})" if symbol == ">>" and \
             not dtype.is_unsigned else f"tl.cast(0, {name})"
@@ -543,7 +546,8 @@ class _Emitter:
             carried.append(name)
             self.emit(f"{name} = {self.name(init)}", indent, op.loc)
         iv = self.define(body.args[0])
-        if op.attrs.get("tiled") or self._positive_constant(op.step):
+        if op.attrs.get("tiled") or self._positive_constant(op.step) or \
+                body.args[0].dtype.is_unsigned:
             # (a tile_range loop steps by num_programs * block: positive)
             self.emit(f"for {iv} in range({lo}, {hi}, {step}):", indent, op.loc)
         else:
