@@ -362,11 +362,16 @@ def _linalg_to_llir(linalg: str, llvm_root: Path) -> str:
     """triton-ascend's Linalg -> LLVM IR step, in a child process whose environment
     names the MLIR/LLVM installation (``lowering.llir_stage``)."""
     with workdir("llir") as work:
-        (work / "kernel.mlir").write_text(_ANNOTATION.sub("", linalg))
+        source = work / "kernel.mlir"
+        source.write_text(_ANNOTATION.sub("", linalg))
         if _LIBM_ONLY.search(linalg):
-            run_tool("llir", [llvm_root / "bin" / "mlir-opt", work / "kernel.mlir",
-                              "--convert-math-to-libm", "-o", work / "kernel.mlir"])
-        run_tool("llir", [sys.executable, "-m", "lowering.llir_stage", work / "kernel.mlir",
+            # into another file: mlir-opt maps its input, and writing over it (past
+            # ~16 KiB) crashed it
+            libm = work / "kernel.libm.mlir"
+            run_tool("llir", [llvm_root / "bin" / "mlir-opt", source,
+                              "--convert-math-to-libm", "-o", libm])
+            source = libm
+        run_tool("llir", [sys.executable, "-m", "lowering.llir_stage", source,
                           work / "kernel.ll"],
                  env={"MLIR_ROOT": str(llvm_root), "LLVM_ROOT": str(llvm_root)})
         return (work / "kernel.ll").read_text()

@@ -389,3 +389,24 @@ def test_loops_with_a_negative_step_count_down_compiled(cpu_toolchain, lo, hi, s
     trips = list(range(lo, hi, step))
     assert out.tolist() == [sum(trips) * 1001, len(trips)]
     differential(counted_loop, (np.zeros(2, np.int32), lo, hi, step), {"STEP": step}, grid=(1,))
+
+
+@dsl.jit
+def erf_of_a_large_kernel(b, v, out, red, R, C, BR: dsl.constexpr, BC: dsl.constexpr):
+    r = dsl.arange(0, BR)
+    c = dsl.arange(0, BC)
+    m = (r < R)[:, None] & (c < C)[None, :]
+    idx = r[:, None] * C + c[None, :]
+    x = dsl.load(b + idx, mask=m, other=-2.5) - dsl.load(v + r, mask=r < R, other=0.25)[:, None]
+    e = dsl.expm1(dsl.erf(x)) + dsl.tan(x * 0.1) + dsl.lgamma(dsl.abs(x) + 1.0)
+    dsl.store(out + idx, e, mask=m)
+    dsl.store(red + r, dsl.sum(e, axis=1), mask=r < R)
+
+
+def test_erf_in_a_kernel_whose_linalg_is_large(cpu_toolchain):
+    """erf's libm pre-pass wrote mlir-opt's output over its own input, which crashed
+    mlir-opt once the Linalg passed ~16 KiB (found in session 18)."""
+    rng = np.random.default_rng(13)
+    b, v = rng.standard_normal(16).astype(np.float32), rng.standard_normal(2).astype(np.float32)
+    differential(erf_of_a_large_kernel, (b, v, np.zeros(16, np.float32), np.zeros(2, np.float32),
+                                         2, 8), {"BR": 2, "BC": 8}, grid=(1,))
