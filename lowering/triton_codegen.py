@@ -324,8 +324,16 @@ class _Emitter:
                   f"{op.attrs['axis']})", indent, op.loc)
 
     def op_reshape(self, op: Op, indent: int) -> None:
-        self.emit(f"{self.define(op.result)} = tl.reshape({self.name(op.source)}, "
-                  f"{_shape(op.result.shape)})", indent, op.loc)
+        source = self.name(op.source)
+        if op.result.shape:
+            expr = f"tl.reshape({source}, {_shape(op.result.shape)})"
+        elif op.source.shape:
+            # Triton has no 0-d block: the sum of the one element is that element
+            expr = (f"tl.sum(tl.reshape({source}, (1,)), axis=0)"
+                    f".to({op.result.dtype.triton_name})")
+        else:
+            expr = source
+        self.emit(f"{self.define(op.result)} = {expr}", indent, op.loc)
 
     def op_permute(self, op: Op, indent: int) -> None:
         self.emit(f"{self.define(op.result)} = tl.permute({self.name(op.source)}, "

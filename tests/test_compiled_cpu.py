@@ -410,3 +410,22 @@ def test_erf_in_a_kernel_whose_linalg_is_large(cpu_toolchain):
     b, v = rng.standard_normal(16).astype(np.float32), rng.standard_normal(2).astype(np.float32)
     differential(erf_of_a_large_kernel, (b, v, np.zeros(16, np.float32), np.zeros(2, np.float32),
                                          2, 8), {"BR": 2, "BC": 8}, grid=(1,))
+
+
+@dsl.jit
+def reshaped_to_a_scalar(x, out, flags, N: dsl.constexpr):
+    v = dsl.load(x, dsl.arange(0, N))
+    dsl.store(out, 0, dsl.sum(v, axis=0, keep_dims=True).reshape(()))
+    dsl.store(out, 1, dsl.reshape(dsl.max(v, axis=0, keep_dims=True)[:, None], ()))
+    dsl.store(flags, 0, (dsl.min(v, axis=0, keep_dims=True) < 0).reshape(()))
+
+
+def test_a_one_element_block_reshaped_to_a_scalar_compiles(cpu_toolchain):
+    """``reshape(())`` of a one-element block: the generated ``tl.reshape(v, ())`` was
+    refused by triton-ascend ("0d block_type is forbidden")."""
+    x = np.array([1.5, -0.0, 3.25, -2.0], np.float32)
+    args = (x, np.zeros(2, np.float32), np.zeros(1, np.bool_))
+    differential(reshaped_to_a_scalar, args, {"N": 4}, grid=(1,))
+    reshaped_to_a_scalar(*args, N=4)
+    assert args[1].tolist() == [2.75, 3.25] and args[2][0]
+    assert reshaped_to_a_scalar.lower(*args, N=4, target="Ascend910B4").hivm
