@@ -561,16 +561,22 @@ class _Emitter:
         else:
             # scf.for takes only a positive step (a negative one ran no iteration, while
             # Python's range counts down): count the trips, then step the counter
+            # (counted in int64: hi - lo of int32 bounds does not overflow there)
             name = body.args[0].dtype.triton_name
-            trips, trip = f"trips{self.counter}", f"trip{self.counter}"
+            k = self.counter
             self.counter += 1
-            zero, one = f"tl.cast(0, {name})", f"tl.cast(1, {name})"
-            up = f"({hi} - {lo} + {step} - {one}) // tl.where({step} > {zero}, {step}, {one})"
-            down = f"({lo} - {hi} - {step} - {one}) // tl.where({step} < {zero}, -{step}, {one})"
-            self.emit(f"{trips} = tl.maximum(tl.where({step} > {zero}, {up}, tl.where({step} < "
-                      f"{zero}, {down}, {zero})), {zero})", indent, op.loc)
-            self.emit(f"for {trip} in range(0, {trips}):", indent, op.loc)
-            self.emit(f"{iv} = {lo} + {trip} * {step}", indent + 1, op.loc)
+            lo64, hi64, step64 = f"lo{k}", f"hi{k}", f"step{k}"
+            for wide, bound in ((lo64, lo), (hi64, hi), (step64, step)):
+                self.emit(f"{wide} = {bound}.to(tl.int64)", indent, op.loc)
+            zero, one = "tl.cast(0, tl.int64)", "tl.cast(1, tl.int64)"
+            up = f"({hi64} - {lo64} + {step64} - {one}) // tl.where({step64} > {zero}, " \
+                 f"{step64}, {one})"
+            down = f"({lo64} - {hi64} - {step64} - {one}) // tl.where({step64} < {zero}, " \
+                   f"-{step64}, {one})"
+            self.emit(f"trips{k} = tl.maximum(tl.where({step64} > {zero}, {up}, "
+                      f"tl.where({step64} < {zero}, {down}, {zero})), {zero})", indent, op.loc)
+            self.emit(f"for trip{k} in range(0, trips{k}):", indent, op.loc)
+            self.emit(f"{iv} = ({lo64} + trip{k} * {step64}).to({name})", indent + 1, op.loc)
         self.block(body, indent + 1)
         yield_op = body.ops[-1]
         for name, value in zip(carried, yield_op.operands):
