@@ -340,6 +340,14 @@ def binary(b: Builder, op: str, lhs: Operand, rhs: Operand) -> Value:
         # and its lowering writes the same two ops, so the kernel still compiles
         return unary(b, "floor", binary(b, "truediv", lhs, rhs))
     operand_dt, result_dt = binary_dtypes(b, op, lhs, rhs)
+    if op == "rshift" and b.triton_rules and operand_dt.is_unsigned and \
+            _operand_dtype(b, lhs, rhs).kind == "int" and _operand_dtype(b, lhs, rhs).signed:
+        # Triton picks an arithmetic shift from the signed left operand, then promotes
+        # both to the unsigned type: the promoted bits shifted arithmetically
+        signed = _int_of_bits(operand_dt.bits)
+        shifted = binary(b, "rshift", bitcast(b, as_value(b, lhs, operand_dt), signed),
+                         bitcast(b, as_value(b, rhs, operand_dt), signed))
+        return bitcast(b, shifted, operand_dt)
     lv = as_value(b, lhs, operand_dt)
     rv = as_value(b, rhs, operand_dt)
     shape = broadcast_shapes(b, lv.shape, rv.shape, f"'{elementwise(op).symbol}'")
@@ -418,7 +426,12 @@ def cdiv(b: Builder, x: Operand, div: Operand) -> Operand:
 
 def extremum(b: Builder, op: str, x: Operand, y: Operand, propagate_nan: Any) -> Value:
     """``maximum``/``minimum``; with ``propagate_nan`` ALL (any non-zero policy) a NaN
-    operand gives NaN: ``where(x != x | y != y, x + y, maxNum(x, y))``."""
+    operand gives NaN: ``where(x != x | y != y, x + y, maxNum(x, y))``. In a Triton
+    kernel a bfloat16 operand is promoted to float32 first, as Triton's
+    ``maximum``/``minimum``/``clamp`` do (so the result is float32)."""
+    if b.triton_rules:
+        x, y = (cast(b, o, dt.float32) if isinstance(o, Value) and o.dtype == dt.bfloat16
+                else o for o in (x, y))
     result = binary(b, op, x, y)
     if not propagate_nan or not result.dtype.is_float:
         return result

@@ -157,6 +157,10 @@ class _Emitter:
         if opdef.fp32_math and dtype.bits < 32:
             inner = opdef.triton.format(*(f"{a}.to(tl.float32)" for a in args))
             expr = f"({inner}).to({dtype.triton_name})"
+        elif op.kind in ("maximum", "minimum") and dtype.name == "bfloat16":
+            # Triton's maximum/minimum promote bfloat16 to float32; the IR's result is
+            # bfloat16 (the same value: one of the operands)
+            expr = f"({expr}).to(tl.bfloat16)"
         self.emit(f"{self.define(op.result)} = {expr}", indent, op.loc)
 
     def op_hint(self, op: Op, indent: int) -> None:

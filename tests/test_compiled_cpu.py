@@ -437,3 +437,21 @@ def test_a_one_element_block_reshaped_to_a_scalar_compiles(cpu_toolchain):
     reshaped_to_a_scalar(*args, N=4)
     assert args[1].tolist() == [2.75, 3.25] and args[2][0]
     assert reshaped_to_a_scalar.lower(*args, N=4, target="Ascend910B4").hivm
+
+
+@dsl.jit
+def bf16_maximum_product(x, y, out, N: dsl.constexpr):
+    i = dsl.arange(0, N)
+    a, b = dsl.load(x, i), dsl.load(y, i)
+    dsl.store(out, i, (dsl.maximum(a, b) * b).to(dsl.float32))
+    dsl.store(out, N + i, dsl.copysign(b, dsl.minimum(a, -b)).to(dsl.float32))
+
+
+def test_bfloat16_maximum_stays_bfloat16_compiled(cpu_toolchain):
+    """The IR types maximum of bfloat16 as bfloat16; Triton's tl.maximum returns float32,
+    so the generated code casts back (the product was a float32 one compiled, a
+    bfloat16 one interpreted; a bitcast after it failed to lower)."""
+    bf = ml_dtypes.bfloat16
+    rng = np.random.default_rng(14)
+    a, b = (rng.standard_normal(16).astype(np.float32).astype(bf) for _ in range(2))
+    differential(bf16_maximum_product, (a, b, np.zeros(32, np.float32)), {"N": 16}, grid=(1,))

@@ -908,3 +908,44 @@ def test_a_value_returned_on_one_path_only_is_an_error():
     with pytest.raises(dsl.DSLCompileError, match="must return one on every path"):
         dsl.from_triton(returns_on_one_path_only)[(1,)](np.zeros(4, np.float32),
                                                         np.zeros(4, np.float32), 1, N=4)
+
+
+# ----------------------------------------------------------------------------- promotion
+
+
+@triton.jit
+def bf16_extremes(x_ptr, y_ptr, o_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    a, b = tl.load(x_ptr + offs), tl.load(y_ptr + offs)
+    tl.store(o_ptr + offs, tl.maximum(a, b) * b)
+    tl.store(o_ptr + N + offs, tl.clamp(a, b, b + 1.0) * b)
+
+
+def test_bfloat16_maximum_promotes_to_float32_as_triton():
+    """Triton's maximum/minimum/clamp promote bfloat16 to float32, so the product after
+    them is a float32 one (it was rounded to bfloat16 here)."""
+    bf = ml_dtypes.bfloat16
+    a = np.array([0.769531, 1.1, 3.3, -2.7], np.float32).astype(bf)
+    b = np.array([1.539062, 1.3, 1.7, 5.3], np.float32).astype(bf)
+    out = np.zeros(8, np.float32)
+    dsl.from_triton(bf16_extremes)[(1,)](a, b, out, N=4)
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    np.testing.assert_array_equal(out[:4], np.maximum(a32, b32) * b32)
+    np.testing.assert_array_equal(out[4:], np.clip(a32, b32, (b32 + 1).astype(np.float32)) * b32)
+
+
+@triton.jit
+def signed_shift_right(x_ptr, s_ptr, o_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(o_ptr + offs, tl.load(x_ptr + offs) >> tl.load(s_ptr + offs))
+
+
+@pytest.mark.parametrize("signed, unsigned", [(np.int8, np.uint8), (np.int32, np.uint32)])
+def test_a_signed_value_shifted_by_an_unsigned_amount_shifts_arithmetically(signed, unsigned):
+    """Triton's ``>>`` is arithmetic when the left operand is signed, even when promotion
+    to the unsigned amount's type makes the result unsigned (it was logical here)."""
+    x = np.array([-119, -8, 56, -1], signed)
+    s = np.array([4, 1, 4, 3], unsigned)
+    out = np.zeros(4, unsigned)
+    dsl.from_triton(signed_shift_right)[(1,)](x, s, out, N=4)
+    np.testing.assert_array_equal(out, (x >> s.astype(signed)).view(unsigned))
