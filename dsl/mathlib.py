@@ -152,7 +152,8 @@ def _acosh(e: _Expr, x: Value) -> Value:
     # acosh(1 + t) = log1p(t + sqrt(2t + t*t)); NaN below 1 (a negative square root)
     near = e.fn("log1p", e.add(t, e.fn("sqrt", e.add(e.mul(2.0, t), e.mul(t, t)))))
     far = e.add(e.fn("log", x), LN2)
-    return e.where(e.cmp("lt", x, LARGE), near, far)
+    # below 1 a NaN (for a large negative x the square root above overflowed to inf)
+    return e.where(e.cmp("lt", x, 1.0), float("nan"), e.where(e.cmp("lt", x, LARGE), near, far))
 
 
 def _atanh(e: _Expr, x: Value) -> Value:
@@ -249,6 +250,10 @@ def _lgamma(e: _Expr, x: Value) -> Value:
     reflected = e.sub(e.fn("log", e.div(_PI, _sin_pi(e, x))), _lgamma_right(e, e.sub(1.0, x)))
     right = _lgamma_right(e, e.where(e.cmp("lt", x, 0.5), 1.0, x))
     result = e.where(e.cmp("lt", x, 0.5), reflected, right)
+    # near 0, -log|x| (the next term, -0.577 x, is below the precision): sin(pi x) of
+    # a subnormal x underflowed, which gave inf
+    result = e.where(e.cmp("lt", e.fn("abs", x), 2.0**-40), e.fn("neg", e.fn("log", e.fn("abs", x))),
+                     result)
     return e.where(e.cmp("eq", e.fn("abs", x), float("inf")), float("inf"), result)
 
 

@@ -308,3 +308,17 @@ def test_gamma_of_signed_zeros_is_signed_infinity():
         got = _run1("gamma", x)
         assert got[0] == np.inf and got[1] == -np.inf and got[3] < -1e29
         assert abs(got[2] - 1.0) < 1e-6  # (Lanczos: gamma(1) within 3e-5 relative, the bound)
+
+
+def test_acosh_below_one_and_lgamma_of_tiny_values_as_c():
+    """Found in session 18: acosh of a large negative value gave inf (C: NaN), lgamma of
+    a subnormal gave inf (C: -log|x|)."""
+    import math
+
+    for dtype in (np.float32, np.float64):
+        x = np.array([-1e30, -2.0, 0.5, 1.0, 1e-40, -1e-40, 1e-45, 1e-30, 0.0], dtype)
+        got = _run1("acosh", x)
+        assert np.isnan(got[:3]).all() and got[3] == 0.0
+        got = _run1("lgamma", x[4:])
+        want = np.array([math.lgamma(float(v)) if v else math.inf for v in x[4:]])
+        np.testing.assert_allclose(got, want.astype(dtype), rtol=1e-6)
