@@ -267,8 +267,10 @@ def min(input: Any, axis: int | None = None, return_indices: bool = False,  # no
 def argmax(input: Any, axis: Any, tie_break_left: bool = True,  # noqa: A002
            keep_dims: bool = False) -> Any:
     """int32 index of the largest element along ``axis`` (the first on ties with
-    ``tie_break_left``): a left fold of Triton's combine, so a NaN is passed over
-    unless it is last (dsl.numerics.arg_fold)."""
+    ``tie_break_left``): a left fold of Triton's combine, in which a NaN resets the
+    fold (the element after it replaces it, so an extreme before a NaN is lost) and a
+    NaN in the last position wins (dsl.numerics.arg_fold). Compiled code may pick
+    another index in a row holding a NaN."""
     raise _outside("argmax")
 
 
