@@ -149,6 +149,9 @@ class _Emitter:
 
     def elementwise(self, op: Op, indent: int) -> None:
         """Any elementwise kind, spelled by its registry record (``dsl.opdefs``)."""
+        self.emit(f"{self.define(op.result)} = {self._elementwise_expr(op)}", indent, op.loc)
+
+    def _elementwise_expr(self, op: Op) -> str:
         opdef = op.defn.elementwise
         assert opdef is not None
         args = [self.name(v) for v in op.operands]
@@ -157,9 +160,13 @@ class _Emitter:
         if opdef.fp32_math and dtype.bits < 32:
             inner = opdef.triton.format(*(f"{a}.to(tl.float32)" for a in args))
             expr = f"({inner}).to({dtype.triton_name})"
-        elif op.kind in ("maximum", "minimum") and dtype.name == "bfloat16":
-            # Triton's maximum/minimum promote bfloat16 to float32; the IR's result is
-            # bfloat16 (the same value: one of the operands)
+        return expr
+
+    def extremum(self, op: Op, indent: int) -> None:
+        """``maximum``/``minimum``: Triton's promote bfloat16 to float32, while the IR's
+        result is bfloat16 (the same value, one of the operands): cast back."""
+        expr = self._elementwise_expr(op)
+        if op.result.dtype.name == "bfloat16":
             expr = f"({expr}).to(tl.bfloat16)"
         self.emit(f"{self.define(op.result)} = {expr}", indent, op.loc)
 
@@ -608,6 +615,8 @@ EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
     **{kind: _Emitter.elementwise for kind, d in OPS.items() if d.is_elementwise},
     "floordiv": _Emitter.integer_division,
     "mod": _Emitter.integer_division,
+    "maximum": _Emitter.extremum,
+    "minimum": _Emitter.extremum,
     "lshift": _Emitter.shift,
     "rshift": _Emitter.shift,
     "const": _Emitter.op_const,
