@@ -203,6 +203,12 @@ def from_torch(dtype: object) -> DType:
     return by_name(_TORCH_NAMES[name])
 
 
+def signed_int(bits: int) -> DType:
+    """The signed integer type of ``bits`` bits (8, 16, 32 or 64): the type a float's
+    bits are read as."""
+    return by_name(f"int{bits}")
+
+
 def by_name(name: str) -> DType:
     """Look a dtype up by its DSL name (``"float16"``, ``"bf16"`` and ``"fp32"`` also work)."""
     aliases = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32",

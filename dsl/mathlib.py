@@ -406,7 +406,7 @@ def signbit(b: Builder, x: Operand) -> Value:
     v = sem.as_value(b, x)
     if not v.dtype.is_float:
         raise b.error(f"signbit() expects a floating-point operand, got {v.dtype.name}")
-    bits = sem.bitcast(b, v, _SAME_WIDTH_INT[v.dtype.bits])
+    bits = sem.bitcast(b, v, dt.signed_int(v.dtype.bits))
     return sem.binary(b, "lt", bits, 0)
 
 
@@ -455,7 +455,7 @@ def nextafter(b: Builder, x: Operand, y: Operand) -> Value:
         raise b.error(f"nextafter() expects a floating-point operand, got {v.dtype.name}")
     w = sem.as_value(b, y, v.dtype)
     e = _Expr(b)
-    ity = _SAME_WIDTH_INT[v.dtype.bits]
+    ity = dt.signed_int(v.dtype.bits)
     bits = sem.bitcast(b, v, ity)
     # away from zero when x and the direction agree in sign, else toward it
     away = e.cmp("eq", e.cmp("lt", v, w), e.cmp("gt", v, 0.0))
@@ -484,7 +484,7 @@ def ilogb(b: Builder, x: Operand) -> Value:
     # a subnormal is scaled into the normal range first
     subnormal = e.cmp("lt", a, fmt.smallest_normal)
     scaled = e.where(subnormal, e.mul(a, 2.0 ** fmt.mantissa_bits), a)
-    bits = sem.bitcast(b, scaled, _SAME_WIDTH_INT[v.dtype.bits])
+    bits = sem.bitcast(b, scaled, dt.signed_int(v.dtype.bits))
     biased = sem.binary(b, "rshift", bits, fmt.mantissa_bits)
     exponent = e.sub(biased, e.where(subnormal, fmt.bias + fmt.mantissa_bits, fmt.bias))
     r = sem.cast(b, exponent, v.dtype)
@@ -506,7 +506,7 @@ def ldexp(b: Builder, x: Operand, n: Operand) -> Value:
     the remainder factor goes first, so a result is rounded at most once."""
     v, dtype = _operand(b, "ldexp", x)
     fmt = _FORMATS[v.dtype]
-    ity = _SAME_WIDTH_INT[v.dtype.bits]
+    ity = dt.signed_int(v.dtype.bits)
     e = _Expr(b)
     k = sem.as_value(b, n)
     k = sem.cast_with_modes(b, _trunc(e, k) if k.dtype.is_float else k, ity,
@@ -541,8 +541,7 @@ def div_rz(b: Builder, x: Operand, y: Operand) -> Value:
     away = e.either(e.both(e.cmp("lt", r, 0.0), same),
                     e.both(e.cmp("gt", r, 0.0), e.negation(same)))
     away = e.both(away, e.cmp("ne", q, 0.0))
-    bits = sem.bitcast(b, q, dt.int32)
-    q = e.where(away, sem.bitcast(b, e.sub(bits, 1), dt.float32), q)
+    q = e.where(away, sem.step_toward_zero(b, q), q)
     return q if dtype == dt.float32 else sem.cast_with_modes(b, q, dtype, "rtz")
 
 
@@ -558,7 +557,6 @@ class _Format:
 _FORMATS = {dt.float32: _Format(23, 127), dt.float64: _Format(52, 1023)}
 
 
-_SAME_WIDTH_INT = {16: dt.int16, 32: dt.int32, 64: dt.int64}
 
 # name -> builder, for the frontend's builtin table (one operand, then two)
 UNARY: dict[str, Callable[[Builder, Operand], Value]] = {

@@ -311,14 +311,14 @@ def _cast_toward_zero(b: Builder, v: Value, dtype: DType) -> Value:
     never compares greater and stays."""
     nearest = cast(b, v, dtype)
     away = binary(b, "gt", unary(b, "abs", cast(b, nearest, v.dtype)), unary(b, "abs", v))
-    bits = _int_of_bits(dtype.bits)
-    stepped = bitcast(b, binary(b, "sub", bitcast(b, nearest, bits), 1), dtype)
-    return where(b, away, stepped, nearest)
+    return where(b, away, step_toward_zero(b, nearest), nearest)
 
 
-def _int_of_bits(bits: int) -> DType:
-    """The signed integer type of ``bits`` bits."""
-    return {8: dt.int8, 16: dt.int16, 32: dt.int32, 64: dt.int64}[bits]
+def step_toward_zero(b: Builder, v: Value) -> Value:
+    """A nonzero float one unit in the last place nearer zero: its bit pattern less
+    one (an infinity becomes the largest finite value)."""
+    bits = dt.signed_int(v.dtype.bits)
+    return bitcast(b, binary(b, "sub", bitcast(b, v, bits), 1), v.dtype)
 
 
 def bitcast(b: Builder, v: Value, dtype: DType) -> Value:
@@ -344,7 +344,7 @@ def binary(b: Builder, op: str, lhs: Operand, rhs: Operand) -> Value:
             _operand_dtype(b, lhs, rhs).kind == "int" and _operand_dtype(b, lhs, rhs).signed:
         # Triton picks an arithmetic shift from the signed left operand, then promotes
         # both to the unsigned type: the promoted bits shifted arithmetically
-        signed = _int_of_bits(operand_dt.bits)
+        signed = dt.signed_int(operand_dt.bits)
         shifted = binary(b, "rshift", bitcast(b, as_value(b, lhs, operand_dt), signed),
                          bitcast(b, as_value(b, rhs, operand_dt), signed))
         return bitcast(b, shifted, operand_dt)

@@ -220,11 +220,9 @@ class _Emitter:
     def _provably_safe_divisor(self, v: Value) -> bool:
         """A divisor that is never 0 or -1: a positive constant, or a tensor's size
         (a hidden layout parameter), possibly cast or broadcast."""
-        while v.owner is not None and v.owner.defn.lanewise and not v.owner.defn.is_elementwise:
-            v = v.owner.source
-        constant = v.owner.constant if v.owner is not None else None
-        if constant is not None:
-            return not isinstance(constant, bool) and constant > 0
+        v = _through_casts(v)
+        if v.owner is not None and v.owner.constant is not None:
+            return self._positive_constant(v)
         return self.param_roles.get(v.uid) in ("size", "dim")
 
     def integer_division(self, op: Op, indent: int) -> None:
@@ -252,9 +250,7 @@ class _Emitter:
     @staticmethod
     def _constant(v: Value) -> object:
         """The constant ``v`` is (through casts and broadcasts), or None."""
-        while v.owner is not None and v.owner.constant is None and \
-                v.owner.defn.lanewise and not v.owner.defn.is_elementwise:
-            v = v.owner.source
+        v = _through_casts(v)
         return v.owner.constant if v.owner is not None else None
 
     def _positive_constant(self, v: Value) -> bool:
@@ -596,6 +592,14 @@ class _Emitter:
             self.emit("pass", indent + 1, None)
         for result, name in zip(op.results, carried):
             self.names[result.uid] = name
+
+
+def _through_casts(v: Value) -> Value:
+    """``v`` before the casts and broadcasts that made it (lanewise ops that are not
+    elementwise arithmetic)."""
+    while v.owner is not None and v.owner.defn.lanewise and not v.owner.defn.is_elementwise:
+        v = v.owner.source
+    return v
 
 
 def _is_zero(v: Value) -> bool:
