@@ -291,9 +291,47 @@ def widen_to_float32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray
         converted = _convert_through_torch(x, np.float32, out)
         if converted is not None:
             return converted
+        if x.size >= _BITWISE_WIDENING_MIN and x.dtype.isnative:
+            if out is None:
+                out = np.empty(x.shape, np.float32)
+            return _widen_float16_bitwise(x, out)
     if out is None:
         return np.ascontiguousarray(x, dtype=np.float32)
     np.copyto(out, x, casting="unsafe")  # (float64 narrows, as ``astype`` does)
+    return out
+
+
+_BITWISE_WIDENING_MIN = 1 << 12  # elements: below this NumPy's own cast is as quick
+_BITWISE_WIDENING_PIECE = 1 << 16  # elements per piece: its passes stay in cache
+_FLOAT16_SIGN_AND_MAGNITUDE = np.int32(-0x70002000)  # 0x8FFFE000 as an int32
+_FLOAT32_EXPONENT = np.int32(0x7F800000)
+
+
+def _widen_float16_bitwise(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """float16 ``x`` widened into the C-contiguous float32 ``out`` by integer passes,
+    about 4x quicker than NumPy's scalar cast and bit for bit equal to it (every one
+    of the 65,536 float16 patterns, NaN payloads included: ``tests/
+    test_half_conversions.py``). A float16's bits sign-extended to 32 and shifted
+    left 13 put its sign in bit 31 and its exponent and mantissa in bits 13-27: with
+    bits 28-30 cleared that is a float32 of the same mantissa whose exponent is 112
+    too small, so multiplying by 2**112 gives the value exactly -- subnormals and
+    zeros included, which become normal float32 or stay zero. Infinities and NaNs
+    come out as magnitudes of 2**16 or more (no finite float16 reaches 65,504 < 2**16),
+    and setting their exponent bits to all ones gives float32's infinity or the same
+    NaN payload."""
+    source = np.ascontiguousarray(x).reshape(-1).view(np.int16)
+    bits = out.reshape(-1).view(np.int32)
+    values = bits.view(np.float32)
+    for start in range(0, source.shape[0], _BITWISE_WIDENING_PIECE):
+        piece = slice(start, start + _BITWISE_WIDENING_PIECE)
+        word, value = bits[piece], values[piece]
+        np.copyto(word, source[piece])  # sign-extending
+        np.left_shift(word, 13, out=word)
+        np.bitwise_and(word, _FLOAT16_SIGN_AND_MAGNITUDE, out=word)
+        np.multiply(value, np.float32(2.0**112), out=value)
+        if value.max() >= 65536.0 or value.min() <= -65536.0:
+            special = np.flatnonzero(np.abs(value) >= 65536.0)
+            word[special] |= _FLOAT32_EXPONENT
     return out
 
 
