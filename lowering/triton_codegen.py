@@ -409,11 +409,19 @@ class _Emitter:
                   op.loc)
 
     def op_dot(self, op: Op, indent: int) -> None:
-        out = op.result.dtype.triton_name
+        out, acc = op.result.dtype, self.name(op.require("acc"))
+        if out.is_float and out.bits < 32:
+            # ``dot`` multiplies and sums in float32 and rounds a 16-bit accumulator
+            # once (numerics.dot); a float16 out_dtype would make triton-ascend's CPU
+            # lowering multiply and add in float16 (90000 overflows: inf - inf = NaN)
+            self.emit(f"{self.define(op.result)} = tl.dot({self.name(op.lhs)}, "
+                      f"{self.name(op.rhs)}, acc={acc}.to(tl.float32), "
+                      f"input_precision={op.attrs['input_precision']!r}, "
+                      f"out_dtype=tl.float32).to({out.triton_name})", indent, op.loc)
+            return
         self.emit(f"{self.define(op.result)} = tl.dot({self.name(op.lhs)}, {self.name(op.rhs)}, "
-                  f"acc={self.name(op.require('acc'))}, "
-                  f"input_precision={op.attrs['input_precision']!r}, out_dtype={out})", indent,
-                  op.loc)
+                  f"acc={acc}, input_precision={op.attrs['input_precision']!r}, "
+                  f"out_dtype={out.triton_name})", indent, op.loc)
 
     def op_arg_reduce(self, op: Op, indent: int) -> None:
         value, index = (self.define(r) for r in op.results)

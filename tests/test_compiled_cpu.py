@@ -455,3 +455,31 @@ def test_bfloat16_maximum_stays_bfloat16_compiled(cpu_toolchain):
     rng = np.random.default_rng(14)
     a, b = (rng.standard_normal(16).astype(np.float32).astype(bf) for _ in range(2))
     differential(bf16_maximum_product, (a, b, np.zeros(32, np.float32)), {"N": 16}, grid=(1,))
+
+
+@dsl.jit
+def dot_to_float16(a, b, acc, out, N: dsl.constexpr):
+    r = dsl.arange(0, N)
+    tile = r[:, None] * N + r[None, :]
+    x, y, c = dsl.load(a, tile), dsl.load(b, tile), dsl.load(acc, tile)
+    dsl.store(out, tile, dsl.dot(x, y, c, out_dtype=dsl.float16))
+
+
+def test_a_float16_dot_sums_in_float32_compiled(cpu_toolchain):
+    """``dot(..., out_dtype=float16)`` multiplies and sums in float32 and rounds once
+    (``numerics.dot``); the generated ``out_dtype=tl.float16`` made triton-ascend's CPU
+    lowering work in float16, where the products 300 * 300 overflow: NaN everywhere
+    for an exact result of 0 (found in session 19)."""
+    n = 16
+    sign = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    a = np.tile(300.0 * sign, (n, 1)).astype(np.float16)  # a[i, k] = +-300
+    b = np.full((n, n), 300.0, np.float16)
+    rng = np.random.default_rng(19)
+    acc = rng.integers(-8, 8, (n, n)).astype(np.float16)
+    out = np.zeros((n, n), np.float16)
+    dot_to_float16(a, b, acc, out, N=n)
+    np.testing.assert_array_equal(out, acc)  # every product sum is exactly 0
+    differential(dot_to_float16, (a, b, acc, np.zeros((n, n), np.float16)), {"N": n}, grid=(1,))
+    # small integers: every float32 sum exact, so both k orders give the same bits
+    a, b = (rng.integers(-4, 5, (n, n)).astype(np.float16) for _ in range(2))
+    differential(dot_to_float16, (a, b, acc, np.zeros((n, n), np.float16)), {"N": n}, grid=(1,))
