@@ -40,7 +40,7 @@ from dsl.ir import Function
 from dsl.options import Options
 from dsl.targets import Target
 from lowering import ub
-from lowering.toolrun import LoweringError, ToolchainMissing, failure_text, run_tool, workdir
+from lowering.toolrun import LoweringError, ToolchainMissing, failure_text, quoted, run_tool, workdir
 from lowering.triton_codegen import GeneratedKernel, generate
 
 __all__ = ["LoweringError", "ToolchainMissing", "LoweredKernel", "StageReport", "lower",
@@ -260,10 +260,10 @@ class TritonFrontEnd:
         except subprocess.CalledProcessError as exc:
             detail = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) \
                 else str(exc.stderr or exc)
-            raise LoweringError(name, detail[-4000:], self.locate(detail)) from None
+            raise LoweringError(name, quoted(detail), self.locate(detail)) from None
         except Exception as exc:
             text = f"{type(exc).__name__}: {exc}"
-            raise LoweringError(name, text[-4000:], self.locate(text)) from None
+            raise LoweringError(name, quoted(text), self.locate(text)) from None
         self.stages.append(StageReport(name, True, time.perf_counter() - began,
                                        len(str(output))))
         return output

@@ -519,7 +519,22 @@ UNLOWERABLE_FORMS = {
                              "(measured: argmax of uint8 [128, 0, 32, 0, 34, 0, 0, 0] and "
                              "argmin of eight int32 1048576)"
                              if op.source.dtype.is_int else None,
+    "reduce_fn": lambda op: _tuple_reduce_failure(len(op.operands)),
 }
+
+
+def _tuple_reduce_failure(tensors: int) -> str | None:
+    """Why a ``reduce`` with a user combine over ``tensors`` tensors cannot run
+    compiled (None: one tensor, which lowers right)."""
+    if tensors == 2:
+        return ("its reduce of a (value, index) pair with a user combine returns wrong "
+                "values and indices (measured: a min with an index tie-break over the row "
+                "[2, 2, 2, 2] gave 1 at index 21886)")
+    if tensors > 2:
+        return (f"it lowers a reduce of at most two tensors (a value and its index), not "
+                f"{tensors} (triton-adapter-opt asserts 'Only reduce or reduce with index "
+                f"are supported')")
+    return None
 
 
 def refuse_miscompiled(launch: Launch) -> None:

@@ -21,7 +21,8 @@ from pathlib import Path
 from dsl.errors import DSLError, SourceLoc
 
 DEFAULT_TIMEOUT = 600.0
-_TAIL = 4000  # characters of a tool's output quoted in an error
+_QUOTED = 4000  # characters of a tool's output quoted in an error
+_QUOTED_HEAD = 1500  # of those, from its start (an assertion's text comes first)
 
 
 class LoweringError(DSLError):
@@ -72,8 +73,19 @@ def run_tool(stage: str, argv: Sequence[str | Path], *, check: bool = True,
 
 
 def failure_text(done: subprocess.CompletedProcess[str]) -> str:
-    """The end of a failed program's output, or its return code when it printed
+    """A failed program's output (``quoted``), or its return code when it printed
     nothing."""
     detail = (done.stderr or done.stdout or "").strip()
     name = Path(str(done.args[0])).name if done.args else "the tool"
-    return detail[-_TAIL:] if detail else f"{name} exited with status {done.returncode}"
+    return quoted(detail) if detail else f"{name} exited with status {done.returncode}"
+
+
+def quoted(output: str) -> str:
+    """A tool's output as an error quotes it: whole when short, else its start and its
+    end. A crashing MLIR tool prints the assertion first and then a long stack dump,
+    so the end alone hid what failed."""
+    if len(output) <= _QUOTED:
+        return output
+    left_out = len(output) - _QUOTED
+    return (f"{output[:_QUOTED_HEAD]}\n[... {left_out} characters left out ...]\n"
+            f"{output[-(_QUOTED - _QUOTED_HEAD):]}")

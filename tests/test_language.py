@@ -1424,6 +1424,11 @@ def max_combine(a, b):
 
 
 @dsl.jit
+def triple_combine(a, b, c, d, e, f):
+    return a + d, dsl.maximum(b, e), c * f
+
+
+@dsl.jit
 def argmax_pair(value_a, index_a, value_b, index_b):
     """Triton's argmax combine (triton-ascend converts pairs of this shape only)."""
     take_a = (value_a > value_b) | ((value_a == value_b) & (index_a < index_b))
@@ -1476,13 +1481,30 @@ def test_combine_functions_compiled_cpu_bit_exact(cpu_toolchain):
     differential(combine_functions, args, dict(kwargs, ADD_SCAN=False, PAIR=False), grid=(1,))
 
 
-@pytest.mark.xfail(strict=True, reason="triton-ascend 3.2.0's CPU lowering of a (value, "
-                   "index) reduce with a user combine returns the right values but wrong "
-                   "indices (row 1: index 1 for a maximum at 7), while tl.max(return_indices="
-                   "True) is right")
-def test_pair_reduce_compiled_cpu(cpu_toolchain):
+def test_tuple_reduces_are_refused_in_compiled_cpu_mode(cpu_toolchain):
+    """triton-ascend 3.2.0's CPU lowering of a (value, index) reduce with a user combine
+    returns wrong indices (row 1: index 1 for a maximum at 7) and, found in session 19,
+    wrong values too (a min over [2, 2, 2, 2] gave 1); a reduce over three tensors
+    crashed triton-adapter-opt. Both are refused, naming the line, instead."""
     args, kwargs, _ = _combine_case()
-    differential(combine_functions, args, dict(kwargs, ADD_SCAN=False), grid=(1,))
+    with pytest.raises(cpu_toolchain.CompiledCPUError, match="value, index\\) pair"):
+        combine_functions.launch(*args, **dict(kwargs, ADD_SCAN=False), grid=(1,),
+                                 backend="compiled-cpu")
+
+    @dsl.jit
+    def three_sums(x, out):
+        i = dsl.arange(0, 8)
+        v = dsl.load(x, i)
+        a, b, c = dsl.reduce((v, v * 2.0, v + 1.0), 0, triple_combine)
+        dsl.store(out, 0, a)
+        dsl.store(out, 1, b)
+        dsl.store(out, 2, c)
+
+    x, out = np.arange(8, dtype=np.float32) - 3.0, np.zeros(3, np.float32)
+    three_sums(x, out)
+    assert out.tolist() == [4.0, 8.0, 0.0]
+    with pytest.raises(cpu_toolchain.CompiledCPUError, match="at most two tensors .* not 3"):
+        three_sums.launch(x, out, grid=(1,), backend="compiled-cpu")
 
 
 def test_combine_function_misuse_is_named():
