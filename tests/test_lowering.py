@@ -293,3 +293,20 @@ def test_device_tensors_without_an_npu_get_a_clear_error(torch):
     assert binding.device == "meta" and binding.open_blocks == {"BLOCK"}
     with pytest.raises(dsl.DSLLaunchError, match="need torch_npu and CANN"):
         npu.launch(ops.bce_backward_kernel, binding, None, Options())
+
+
+def test_a_failing_tools_error_quotes_the_start_and_the_end_of_its_output():
+    """A crashing MLIR tool prints its assertion first and then a long stack dump; the
+    error quoted only the end, so the assertion (what failed) was cut off."""
+    from lowering.toolrun import failure_text
+
+    assertion = "triton-adapter-opt: TritonOpConverter.cpp:501: Assertion `srcs <= 2' failed."
+    dump = "".join(f"#{i} 0x{i:016x} (triton-adapter-opt+0x{i:x})\n" for i in range(400))
+    done = subprocess.CompletedProcess(["triton-adapter-opt"], 1, "", assertion + "\n" + dump)
+    text = failure_text(done)
+    assert text.startswith(assertion) and text.endswith(dump.strip()[-200:])
+    assert len(text) < 4200 and "characters left out" in text
+    short = subprocess.CompletedProcess(["tool"], 1, "", "short failure\n")
+    assert failure_text(short) == "short failure"
+    assert failure_text(subprocess.CompletedProcess(["tool"], 3, "", "")) == \
+        "tool exited with status 3"
