@@ -107,6 +107,13 @@ class Binding:
     values: dict[str, Any]
     open_blocks: frozenset[str]
     torch_tensors: dict[str, Any] = dataclasses.field(default_factory=dict)  # as passed
+    given: dict[str, Any] = dataclasses.field(default_factory=dict)  # every argument, as passed
+
+    def grid_meta(self) -> dict[str, Any]:
+        """What a callable grid receives, as in Triton: every argument by name, as
+        passed (defaults applied), with the constexpr values (chosen block sizes too)."""
+        return {**self.given, **{name: spec.value for name, spec in self.specs.items()
+                                 if isinstance(spec, ConstSpec)}}
 
     @property
     def device(self) -> str:
@@ -123,7 +130,8 @@ class Binding:
         """The binding with open block sizes chosen."""
         specs = dict(self.specs)
         specs.update((name, ConstSpec(int(block))) for name, block in blocks.items())
-        return Binding(specs, self.values, self.open_blocks - set(blocks), self.torch_tensors)
+        return Binding(specs, self.values, self.open_blocks - set(blocks), self.torch_tensors,
+                       self.given)
 
 
 def _is_tensor(obj: Any) -> bool:
@@ -282,7 +290,7 @@ class JITFunction(InlinableKernel):
                 values[p.name] = value
         open_blocks = frozenset(name for name in blocks if name not in specs)
         ordered = {p.name: specs[p.name] for p in self.source.params if p.name in specs}
-        return Binding(ordered, values, open_blocks, torch_tensors)
+        return Binding(ordered, values, open_blocks, torch_tensors, arguments)
 
     def interpreter_blocks(self, binding: Binding) -> dict[str, int]:
         """The launcher's choice for open block sizes on the CPU (see
@@ -501,11 +509,9 @@ class JITFunction(InlinableKernel):
                         options: Options | None = None) -> Launch:
         """Specialize and check a complete binding of host tensors; nothing executes."""
         fn = self.specialize(binding.specs, options)
-        meta = {name: spec.value for name, spec in binding.specs.items()
-                if isinstance(spec, ConstSpec)}
         if grid is None:
             grid = self.default_grid(fn)
-        grid3 = self.grid(grid, meta)
+        grid3 = self.grid(grid, binding.grid_meta() if callable(grid) else {})
         stored = fn.tensors_written()
         through_pointers = fn.tensors_through_pointers()
         tensors: dict[str, BoundTensor] = {}
@@ -569,7 +575,7 @@ class JITFunction(InlinableKernel):
     def grid(self, grid: Grid | None, meta: dict[str, Any], default: int = DEFAULT_PROGRAMS
              ) -> tuple[int, int, int]:
         """The launch grid as three non-negative integers (``default`` programs when
-        none is given; a callable grid receives the constexpr values). A grid with no
+        none is given; a callable grid receives ``meta``: ``Binding.grid_meta``). A grid with no
         programs (``cdiv(0, BLOCK)`` for an empty input) launches nothing, as Triton's."""
         if grid is None:
             grid = (default,)

@@ -270,7 +270,7 @@ class LaunchRecipe:
     serial: int  # unique per recipe: names its layouts in proof hints
     function: Function
     grid: tuple[int, int, int] | None  # None: a callable grid, called per launch
-    meta: dict[str, Any]
+    meta: dict[str, Any]  # the constexpr values (chosen block sizes too)
     tensors: tuple[TensorRecipe, ...]
     # per parameter of ``function``: ("tensor", name) | ("scalar", position, numpy type)
     # | ("fixed", value) (a hidden layout value, fixed by the key)
@@ -280,16 +280,23 @@ class LaunchRecipe:
     written_torch: tuple[TensorRecipe, ...]
     # (position among the call's values, NumPy type) of each scalar parameter
     scalars: tuple[tuple[int, Any], ...]
+    # the call's shape: which parameter each value binds to, and the defaults applied
+    # (what a callable grid receives with ``meta``, as Triton passes every argument)
+    shape: CallShape
     # replay_key -> a call that runs a launch with that key straight from the call's
     # values (``direct``), or None when the executor offered none for it
     replays: dict[tuple, Replay | None] = \
         field(default_factory=dict, compare=False, hash=False)
 
+    def grid_meta(self, values: tuple[Any, ...]) -> dict[str, Any]:
+        """A callable grid's argument for a call with ``values`` (``Binding.grid_meta``)."""
+        return {**dict(self.shape.defaults), **dict(zip(self.shape.names, values)), **self.meta}
+
     def replay_key(self, values: tuple[Any, ...], grid: Any, kernel: Any) -> tuple:
         """What a launch's bounds proof depends on beyond the recipe's key, from the
         call's values: the grid and the scalar arguments bit for bit (the part of
         ``proof_hint`` a call without pointer-addressed tensors has)."""
-        grid3 = self.grid if self.grid is not None else kernel.grid(grid, self.meta)
+        grid3 = self.grid if self.grid is not None else kernel.grid(grid, self.grid_meta(values))
         # a Python int is its own exact key (the type is fixed by the recipe's key);
         # anything else by the bits of its conversion (0.0 and -0.0 differ)
         return (grid3, *[value if type(value := values[position]) is int
@@ -364,7 +371,7 @@ class LaunchRecipe:
                 runtime.append(entry[2](values[entry[1]]))
             else:
                 runtime.append(entry[1])
-        grid3 = self.grid if self.grid is not None else kernel.grid(grid, self.meta)
+        grid3 = self.grid if self.grid is not None else kernel.grid(grid, self.grid_meta(values))
         return Launch(self.function, tuple(runtime), grid3, bound,
                       self.proof_hint(runtime, bound, grid3))
 
@@ -421,4 +428,5 @@ def build_recipe(shape: CallShape, launch_values: tuple[Any, ...], launch: Launc
     fixed_grid = launch.grid if not callable(grid) else None
     return LaunchRecipe(next(_SERIALS), fn, fixed_grid, meta, tuple(tensors), tuple(runtime),
                         executor, tuple(t for t in tensors if t.stored and t.torch),
-                        tuple((entry[1], entry[2]) for entry in runtime if entry[0] == "scalar"))
+                        tuple((entry[1], entry[2]) for entry in runtime if entry[0] == "scalar"),
+                        shape)

@@ -672,3 +672,26 @@ def test_fewer_values_than_names_is_still_an_error():
     with pytest.raises(dsl.DSLCompileError, match="cannot unpack: the value is not a tuple "
                                                   "of 3 items"):
         dsl.from_triton(short)[(1,)](np.zeros(1, np.int32), 1)
+
+
+def test_a_grid_function_receives_every_argument_by_name():
+    """Triton calls a grid function with every argument by name (defaults applied) and
+    the constexprs; the grid got only the constexprs, so the common
+    ``lambda META: (triton.cdiv(META["n_elements"], META["BLOCK_SIZE"]),)`` raised a
+    bare KeyError (found in session 19). The cached launch path (a second call of the
+    same specialization with another size) must read the new call's values too."""
+    kernel = dsl.from_triton(add_kernel)
+    seen: list[dict] = []
+
+    def grid(meta):
+        seen.append(dict(meta))
+        return (triton.cdiv(meta["n_elements"], meta["BLOCK_SIZE"]),)
+
+    for n in (37, 100, 5, 100):  # one specialization: later calls take the cached path
+        x, y = np.arange(n, dtype=np.float32), np.full(n, 0.5, np.float32)
+        out = np.full(n, -1.0, np.float32)
+        kernel[grid](x, y, out, n, BLOCK_SIZE=16)
+        np.testing.assert_array_equal(out, x + y)
+        assert seen[-1]["n_elements"] == n and seen[-1]["BLOCK_SIZE"] == 16
+        assert seen[-1]["x_ptr"] is x and seen[-1]["output_ptr"] is out
+    assert sorted(seen[0]) == ["BLOCK_SIZE", "n_elements", "output_ptr", "x_ptr", "y_ptr"]
