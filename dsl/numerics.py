@@ -365,10 +365,53 @@ def cast_array(x: np.ndarray, dtype: DType) -> np.ndarray:
     if dtype.np == np.float32 and x.dtype == np.float16:
         return widen_to_float32(x)
     if dtype.is_int and x.dtype.kind not in "biu":  # from a float type (bf16 included)
-        with np.errstate(invalid="ignore"):
-            return np.trunc(x.astype(np.float64)).astype(dtype.np)
+        return float_to_int(x, np.dtype(dtype.np))
     with np.errstate(over="ignore"):
         return x.astype(dtype.np)
+
+
+# Float -> integer conversion goes through one of these (the x86-64 instruction
+# compiled code uses): (the integer type, its range as floats, what an out-of-range
+# value or a NaN gives there)
+_CONVERSION_INT32 = (np.dtype(np.int32), -2.0**31, 2.0**31, np.int32(-2**31))
+_CONVERSION_INT64 = (np.dtype(np.int64), -2.0**63, 2.0**63, np.int64(-2**63))
+
+
+def float_to_int(x: np.ndarray, target: np.dtype) -> np.ndarray:
+    """Float -> integer (the ``cast`` op): truncation toward zero, the same on every
+    machine. A value the target cannot hold is undefined in Triton; here it gives
+    what x86-64's conversion gives, which is what compiled-CPU mode's code computes:
+    8-, 16- and 32-bit targets convert through int32 (a NaN, an infinity or a value
+    outside int32 gives INT32_MIN) and wrap to their width (300.0 -> int8 is 44,
+    -1.0 -> uint8 is 255); int64 and uint32 convert through int64 (outside it:
+    INT64_MIN, so 0 for uint32) and wrap; uint64 holds [0, 2**64) exactly, wraps
+    [-2**63, 0) and gives 2**63 otherwise. NumPy's own ``astype`` leaves these to the
+    C compiler and the CPU (an ARM laptop saturates instead), and for uint32 its
+    vectorised loop answered 2**31 where compiled code gives the wrapped value."""
+    t = np.trunc(x.astype(np.float64))  # exact: float64 holds every float16/32 value
+    if target == np.uint64:
+        return _float_to_uint64(t)
+    through, low, high, invalid = _CONVERSION_INT64 if target.itemsize == 8 or \
+        target == np.uint32 else _CONVERSION_INT32
+    with np.errstate(invalid="ignore"):
+        if t.size == 0 or (t.min() >= low and t.max() < high):  # (a NaN fails both)
+            return t.astype(through).astype(target)
+        inside = (t >= low) & (t < high)
+        converted = np.where(inside, t, 0.0).astype(through)
+    converted[~inside] = invalid
+    return converted.astype(target)
+
+
+def _float_to_uint64(t: np.ndarray) -> np.ndarray:
+    """``float_to_int`` to uint64 of truncated float64 values ``t``."""
+    with np.errstate(invalid="ignore"):
+        signed = (t >= -2.0**63) & (t < 2.0**63)
+        unsigned = (t >= 2.0**63) & (t < 2.0**64)
+        converted = np.where(signed, t, 0.0).astype(np.int64).view(np.uint64)
+    if unsigned.any():
+        converted[unsigned] = t[unsigned].astype(np.uint64)
+    converted[~(signed | unsigned)] = np.uint64(2**63)
+    return converted
 
 
 # ----------------------------------------------------------------------------- bits

@@ -306,8 +306,37 @@ class _Emitter:
                   op.loc)
 
     def op_cast(self, op: Op, indent: int) -> None:
+        source, target = op.source.dtype, op.result.dtype
+        if source.is_float and target.is_int and not target.is_bool and \
+                target.is_unsigned and target.bits >= 32:
+            self._float_to_wide_unsigned(op, indent)
+            return
         self.emit(f"{self.define(op.result)} = {self.name(op.source)}"
-                  f".to({op.result.dtype.triton_name})", indent, op.loc)
+                  f".to({target.triton_name})", indent, op.loc)
+
+    def _float_to_wide_unsigned(self, op: Op, indent: int) -> None:
+        """Float -> uint32/uint64 as ``numerics.float_to_int`` defines it, in conversions
+        that are defined for every value they meet: LLVM's fptoui of a value out of
+        range is poison (compiled x86 code gave 0 where the definition wraps, and
+        2**63 or 0 for an infinity, depending on the instructions picked)."""
+        wide = self.temporary()  # float32 holds 16-bit floats exactly, float64 stays
+        cast = "tl.float64" if op.source.dtype.bits == 64 else "tl.float32"
+        self.emit(f"{wide} = {self.name(op.source)}.to({cast})", indent, op.loc)
+        signed = self.temporary()  # inside int64: converted there, then wrapped
+        self.emit(f"{signed} = ({wide} >= -9223372036854775808.0) & "
+                  f"({wide} < 9223372036854775808.0)", indent, op.loc)
+        low = f"tl.where({signed}, {wide}, 0.0).to(tl.int64)"
+        result = self.define(op.result)
+        if op.result.dtype.bits == 32:  # outside int64 (or NaN): INT64_MIN's low bits, 0
+            self.emit(f"{result} = {low}.to(tl.uint32)", indent, op.loc)
+            return
+        upper = self.temporary()  # [2**63, 2**64): exact; anything else: 2**63
+        self.emit(f"{upper} = ({wide} >= 9223372036854775808.0) & "
+                  f"({wide} < 18446744073709551616.0)", indent, op.loc)
+        high = (f"tl.where({upper}, {wide} - 9223372036854775808.0, 0.0).to(tl.int64)"
+                f".to(tl.uint64) + 9223372036854775808")
+        self.emit(f"{result} = tl.where({upper}, {high}, tl.where({signed}, "
+                  f"{low}.to(tl.uint64), 9223372036854775808))", indent, op.loc)
 
     def op_bitcast(self, op: Op, indent: int) -> None:
         self.emit(f"{self.define(op.result)} = {self.name(op.source)}"
