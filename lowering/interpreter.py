@@ -644,7 +644,10 @@ class Interpreter:
         if frame.pooled and target.is_float and arr.dtype.itemsize < target.np.itemsize:
             # widening float casts are exact: assignment into a reused buffer is astype
             out = self._pool_buffer(op, arr.shape, target.np)
-            np.copyto(out, arr, casting="unsafe")
+            if arr.dtype == np.float16 and target.np == np.float32 and out.flags.c_contiguous:
+                widen_to_float32(arr, out)  # (NumPy's own cast is ~4x slower)
+            else:
+                np.copyto(out, arr, casting="unsafe")
             frame.set(op.result, out)
         else:
             frame.set(op.result, cast_array(arr, target))
