@@ -1475,7 +1475,14 @@ def _expand_dims(v: _Visitor, node: ast.AST, x: Any, axis: Any) -> Any:
     value = sem.as_value(v.b, x)
     axes = [axis] if isinstance(axis, int) else list(axis)
     rank = value.rank + len(axes)
-    for a in sorted(_const_int(v, node, a, "expand_dims() axis") % rank for a in axes):
+    given = [_const_int(v, node, a, "expand_dims() axis") for a in axes]
+    for a in given:
+        if not -rank <= a < rank:
+            raise v.b.error(f"expand_dims() axis {a} out of range: expected {-rank} <= axis "
+                            f"< {rank} for a {value.rank}-d block and {len(axes)} new axes")
+    if len({a % rank for a in given}) != len(given):
+        raise v.b.error(f"expand_dims() axes {given} name one axis twice")
+    for a in sorted(a % rank for a in given):
         value = sem.expand_dims(v.b, value, a)
     return value
 

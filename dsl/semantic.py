@@ -965,8 +965,8 @@ def random(b: Builder, kind: str, seed: Operand, offset: Operand, n_rounds: Any
     """Philox random numbers (``dsl.philox``) from a scalar ``seed`` and int32/uint32
     ``offsets``: ``randint`` (uint32), ``randint4x`` (four uint32 blocks), ``rand``
     (float32 in [0, 1)), ``randn`` (float32 standard normal)."""
-    if not isinstance(n_rounds, int) or isinstance(n_rounds, bool) or not 1 <= n_rounds <= 10:
-        raise b.error(f"{kind}() n_rounds must be a constexpr integer from 1 to 10, "
+    if not isinstance(n_rounds, int) or isinstance(n_rounds, bool) or n_rounds < 0:
+        raise b.error(f"{kind}() n_rounds must be a non-negative constexpr integer, "
                       f"got {n_rounds!r}")
     s = as_value(b, seed)
     if s.shape or not s.dtype.is_int or s.dtype.is_bool:

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 from conftest import ORACLES_REQUIRED
 
+import dsl
 from dsl import philox
 
 # ----------------------------------------------------------------------------- KATs
@@ -300,6 +301,7 @@ TRITON_SCRIPT = textwrap.dedent('''
 
 def _cases() -> list[tuple[int, int, int]]:
     cases = [(32, seed, 10) for seed in SEEDS] + [(32, 2654435769, 7), (32, -1, 7)]
+    cases += [(32, 42, 0), (32, 42, 12)]  # any count, as Triton's static_range takes
     return cases + [(64, seed, 10) for seed in SEEDS]
 
 
@@ -363,3 +365,22 @@ def test_triton_ascend_refuses_64_bit_offsets(triton_results):
     restricted to int32/uint32): dsl.philox's 64-bit path is upstream Triton's definition."""
     refusal = str(triton_results["refused"])
     assert refusal == "ValueError: Expected dtype ['int32', 'uint32'] but got uint64", refusal
+
+
+@dsl.jit
+def random_words(seed, out, N: dsl.constexpr, ROUNDS: dsl.constexpr):
+    i = dsl.arange(0, N)
+    dsl.store(out, i, dsl.randint(seed, i, n_rounds=ROUNDS))
+
+
+@pytest.mark.parametrize("rounds", [0, 1, 12, 20])
+def test_kernels_take_any_number_of_rounds(rounds):
+    """Triton takes any constexpr count (``static_range(n_rounds)``); the DSL refused
+    counts outside 1-10 (found in session 19). Zero rounds leave the counter as it is."""
+    out = np.zeros(64, np.uint32)
+    random_words(42, out, N=64, ROUNDS=rounds)
+    np.testing.assert_array_equal(out, philox.randint(42, np.arange(64, dtype=np.int32), rounds))
+    if rounds == 0:
+        np.testing.assert_array_equal(out, np.arange(64))
+    with pytest.raises(dsl.DSLCompileError, match="n_rounds must be a non-negative"):
+        random_words(42, out, N=64, ROUNDS=-1)

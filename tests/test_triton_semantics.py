@@ -949,3 +949,33 @@ def test_a_signed_value_shifted_by_an_unsigned_amount_shifts_arithmetically(sign
     out = np.zeros(4, unsigned)
     dsl.from_triton(signed_shift_right)[(1,)](x, s, out, N=4)
     np.testing.assert_array_equal(out, (x >> s.astype(signed)).view(unsigned))
+
+
+def test_expand_dims_refuses_an_axis_out_of_range():
+    """``tl.expand_dims`` of a 1-d block at axis 3, 7, -3 or -9 silently gave an
+    (8, 1) block (the axis was taken modulo the rank; found in session 19); Triton
+    raises "invalid axis". Repeated axes are refused too."""
+    @triton.jit
+    def expand(x_ptr, out_ptr, AXIS: tl.constexpr):
+        r = tl.arange(0, 8)
+        v = tl.expand_dims(tl.load(x_ptr + r), AXIS)
+        tl.store(out_ptr + r[:, None] + r[None, :] * 0, tl.broadcast_to(v.reshape(8, 1), (8, 1)))
+
+    kernel = dsl.from_triton(expand)
+    x, out = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+    for axis in (3, 7, -3, -9, 2):
+        with pytest.raises(dsl.DSLCompileError, match=f"axis {axis} out of range: expected "
+                                                      "-2 <= axis < 2"):
+            kernel[(1,)](x, out, AXIS=axis)
+    for axis in (0, 1, -1, -2):
+        kernel[(1,)](x, out, AXIS=axis)
+        np.testing.assert_array_equal(out, x)
+
+    @triton.jit
+    def twice(x_ptr, out_ptr):
+        r = tl.arange(0, 8)
+        v = tl.expand_dims(tl.load(x_ptr + r), (0, -3))
+        tl.store(out_ptr + r, tl.reshape(v, (8,)))
+
+    with pytest.raises(dsl.DSLCompileError, match="name one axis twice"):
+        dsl.from_triton(twice)[(1,)](x, out)
