@@ -41,7 +41,7 @@ from dsl.options import Options
 from dsl.targets import Target
 from lowering import ub
 from lowering.toolrun import LoweringError, ToolchainMissing, failure_text, quoted, run_tool, workdir
-from lowering.triton_codegen import GeneratedKernel, generate
+from lowering.triton_codegen import OFFSETS_REFUSED, GeneratedKernel, generate
 
 __all__ = ["LoweringError", "ToolchainMissing", "LoweredKernel", "StageReport", "lower",
            "compile_triton", "run_bishengir", "toolchain", "toolchain_versions", "cache_dir",
@@ -191,12 +191,6 @@ def lower(fn: Function, target: Target, root: Path | None = None,
     root = root or cache_dir()
     stages: list[StageReport] = []
 
-    start = time.perf_counter()
-    kernel = generate(fn)
-    path = write_source(kernel, root)
-    jit_fn = import_kernel(path, kernel.name)
-    stages.append(StageReport("triton", True, time.perf_counter() - start, len(kernel.source)))
-
     live = ub.static_estimate(fn)
     estimate = live.bytes if ub_estimate is None else ub_estimate
     capacity = target.ub_bytes or 0
@@ -206,8 +200,15 @@ def lower(fn: Function, target: Target, root: Path | None = None,
     # The static liveness estimate is not (0.1x to 5x off on 2-D tiles): bishengir
     # decides, and an overflow it reports becomes the same clean error.
     try:
-        ttir, linalg, hivm = compile_triton(jit_fn, kernel.signature, {}, target, stages,
-                                            kernel, path)
+        try:
+            kernel, path, (ttir, linalg, hivm) = _generate_and_compile(fn, False, target,
+                                                                        stages, root)
+        except LoweringError as err:
+            if OFFSETS_REFUSED not in str(err):
+                raise
+            # masked-off lanes below offset 0: again, with those offsets guarded
+            kernel, path, (ttir, linalg, hivm) = _generate_and_compile(fn, True, target,
+                                                                        stages, root)
     except LoweringError as err:
         overflow = ub.reported_overflow(str(err))
         if overflow is None:
@@ -225,6 +226,20 @@ def lower(fn: Function, target: Target, root: Path | None = None,
                              {"ub_estimate_kind": "compiled", "ub_static_estimate": estimate})
     return LoweredKernel(fn.name, target, kernel, ttir, linalg, hivm, stages, estimate, measured,
                          capacity, path, {"ub_estimate_kind": "calibrated"})
+
+
+def _generate_and_compile(fn: Function, masked_offsets_guarded: bool, target: Any,
+                          stages: list[StageReport], root: Path
+                          ) -> tuple[GeneratedKernel, Path, tuple[str, str, str]]:
+    """The kernel's Triton source (``triton_codegen.generate``), written and compiled
+    to (ttir, linalg, hivm)."""
+    start = time.perf_counter()
+    kernel = generate(fn, masked_offsets_guarded=masked_offsets_guarded)
+    path = write_source(kernel, root)
+    jit_fn = import_kernel(path, kernel.name)
+    stages.append(StageReport("triton", True, time.perf_counter() - start, len(kernel.source)))
+    return kernel, path, compile_triton(jit_fn, kernel.signature, {}, target, stages, kernel,
+                                        path)
 
 
 class TritonFrontEnd:

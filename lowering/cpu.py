@@ -65,7 +65,7 @@ from lowering.compiler import (
 )
 from lowering.interpreter import Interpreter
 from lowering.toolrun import LoweringError, failure_text, run_tool, workdir
-from lowering.triton_codegen import GeneratedKernel, generate
+from lowering.triton_codegen import OFFSETS_REFUSED, GeneratedKernel, generate
 
 if TYPE_CHECKING:
     from dsl.jit import Launch
@@ -569,8 +569,15 @@ def run(launch: Launch, options: Options | None = None, route: int = 1) -> None:
     key = (route, generated.digest, options.cache_root, options.llvm_root)
     kernel = _LOADED.get(key)
     if kernel is None:
-        kernel = compile_cpu(generated, options=options) if route == 1 else \
-            compile_hfusion_route(generated, options=options)
+        compile_route = compile_cpu if route == 1 else compile_hfusion_route
+        try:
+            kernel = compile_route(generated, options=options)
+        except LoweringError as err:
+            if OFFSETS_REFUSED not in str(err):
+                raise
+            # masked-off lanes below offset 0: again, with those offsets guarded
+            kernel = compile_route(generate(launch.function, tree_sums=True,
+                                            masked_offsets_guarded=True), options=options)
         _LOADED[key] = kernel
     fn = kernel.function()
     arguments: list[Any] = [0] if route == 2 else []  # route 2: the FFTS base address

@@ -72,9 +72,11 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 
 class _Emitter:
-    def __init__(self, fn: Function, tree_sums: bool = False) -> None:
+    def __init__(self, fn: Function, tree_sums: bool = False,
+                 masked_offsets_guarded: bool = False) -> None:
         self.fn = fn
         self.tree_sums = tree_sums
+        self.masked_offsets_guarded = masked_offsets_guarded
         self.lines: list[str] = []
         self.line_map: dict[int, SourceLoc] = {}
         self.names: dict[int, str] = {}
@@ -499,11 +501,16 @@ class _Emitter:
             self.emit(f"{self.define(op.result)} = tl.sum({partial}, axis=0)", indent, op.loc)
 
     def _address(self, op: Op) -> tuple[str, bool]:
-        """``ptr + offset``, or just ``ptr`` when the offset is the constant 0."""
+        """``ptr + offset``, or just ``ptr`` when the offset is the constant 0; with
+        ``masked_offsets_guarded``, a masked access's offset is 0 in its masked-off
+        lanes (see ``generate``)."""
         pointer = f"{self.name(op.view)}_ptr"
         if _is_zero(op.offset):
             return pointer, True
-        return f"{pointer} + {self.name(op.offset)}", False
+        offset = self.name(op.offset)
+        if self.masked_offsets_guarded and op.mask is not None and op.offset.shape:
+            offset = f"tl.where({self.name(op.mask)}, {offset}, 0)"
+        return f"{pointer} + {offset}", False
 
     def op_load(self, op: Op, indent: int) -> None:
         address, uniform = self._address(op)
@@ -704,15 +711,28 @@ EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
 }
 
 
-def generate(fn: Function, *, tree_sums: bool = False) -> GeneratedKernel:
+# triton-ascend's refusal of an access whose offsets start below zero (see ``generate``)
+OFFSETS_REFUSED = "expected offsets to be non-negative"
+
+
+def generate(fn: Function, *, tree_sums: bool = False,
+             masked_offsets_guarded: bool = False) -> GeneratedKernel:
     """Deterministic triton-ascend source for a specialized kernel.
 
     ``tree_sums`` spells every float ``sum`` out in ``numerics.tree_sum``'s halving
     order (compiled-CPU mode, whose bits must equal the interpreter's). The NPU build
     leaves ``tl.sum`` to the vector unit: bishengir-compile ran past 600 s on the
     spelled-out tree of softmax's 8x1024 block (measured), so on the device a float
-    sum is rounded in the hardware's order."""
-    em = _Emitter(fn, tree_sums=tree_sums)
+    sum is rounded in the hardware's order.
+
+    ``masked_offsets_guarded`` writes every masked load's, store's and atomic's offset
+    as ``tl.where(mask, offset, 0)``: triton-ascend's pointer analysis refuses an
+    access whose offsets start below 0 ("expected offsets to be non-negative"), even
+    in lanes the mask turns off (``x + (i - 3)`` under ``i >= 3``, a shifted halo).
+    The guarded offsets are not affine, so the access becomes a gather; the stages
+    that compile generated code retry with it only after that refusal
+    (``OFFSETS_REFUSED``)."""
+    em = _Emitter(fn, tree_sums=tree_sums, masked_offsets_guarded=masked_offsets_guarded)
     signature: dict[str, str] = {}
     params: list[str] = []
     for param in fn.params:

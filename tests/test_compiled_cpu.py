@@ -527,3 +527,26 @@ def test_float_to_unsigned_out_of_range_is_defined_and_agrees(cpu_toolchain, dty
                  grid=(1,))
     if dtype == np.float32:
         assert float_to_integers.lower(x, *outs, N=n, target="Ascend910B4").hivm
+
+
+@dsl.jit
+def shifted_halo(x, out, shifted, N: dsl.constexpr):
+    i = dsl.arange(0, N)
+    left = dsl.load(x + (i - 3), mask=i >= 3, other=0.0)  # masked-off lanes below 0
+    dsl.store(out + i, left + dsl.load(x + i))
+    dsl.store(shifted + (i - 2), dsl.load(x + i) * 2.0, mask=i >= 2)
+
+
+def test_masked_offsets_below_zero_compile_and_lower(cpu_toolchain):
+    """triton-ascend refuses an access whose offsets start below 0 even where the mask
+    turns the lanes off ("expected offsets to be non-negative"), so a shifted halo
+    failed compiled and lowered (found in session 19); the stages retry with those
+    offsets guarded by the mask (``generate(masked_offsets_guarded=True)``)."""
+    x = np.arange(1.0, 9.0, dtype=np.float32)
+    out, shifted = np.zeros(8, np.float32), np.zeros(8, np.float32)
+    shifted_halo(x, out, shifted, N=8)
+    np.testing.assert_array_equal(out, x + np.concatenate([np.zeros(3, np.float32), x[:5]]))
+    np.testing.assert_array_equal(shifted, np.concatenate([2 * x[2:], np.zeros(2, np.float32)]))
+    differential(shifted_halo, (x, np.zeros(8, np.float32), np.zeros(8, np.float32)), {"N": 8},
+                 grid=(1,))
+    assert shifted_halo.lower(x, out, shifted, N=8, target="Ascend910B4").hivm
