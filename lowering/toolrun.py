@@ -25,15 +25,31 @@ _QUOTED = 4000  # characters of a tool's output quoted in an error
 _QUOTED_HEAD = 1500  # of those, from its start (an assertion's text comes first)
 
 
+# Toolchain failures whose text does not say what in the kernel causes them: the
+# text, and what it means in the kernel's terms (appended to the error)
+KNOWN_FAILURES = {
+    "strides must not be zero":
+        "triton-ascend cannot lower an access whose pointers repeat one address along an "
+        "axis (a zero stride, such as `+ rn[None, :] * 0`); address each element once, "
+        "for instance by storing the smaller block",
+    "Only reduce or reduce with index are supported":
+        "triton-ascend lowers a reduce of one tensor or of a (value, index) pair only, not "
+        "of three or more tensors",
+}
+
+
 class LoweringError(DSLError):
     """A lowering stage failed. ``stage`` names it; ``loc`` is the user's kernel line
-    when the toolchain reported a location in the generated code."""
+    when the toolchain reported a location in the generated code. A failure listed in
+    ``KNOWN_FAILURES`` gets its meaning appended."""
 
     def __init__(self, stage: str, message: str, loc: SourceLoc | None = None) -> None:
         self.stage = stage
         self.loc = loc
         where = f"\n{loc}: in your kernel:\n{loc.excerpt()}" if loc else ""
-        super().__init__(f"lowering stage '{stage}' failed: {message.strip()}{where}")
+        meaning = "".join(f"\nwhat this means: {text}" for known, text in KNOWN_FAILURES.items()
+                          if known in message)
+        super().__init__(f"lowering stage '{stage}' failed: {message.strip()}{meaning}{where}")
 
 
 class ToolchainMissing(LoweringError):

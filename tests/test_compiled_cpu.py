@@ -550,3 +550,26 @@ def test_masked_offsets_below_zero_compile_and_lower(cpu_toolchain):
     differential(shifted_halo, (x, np.zeros(8, np.float32), np.zeros(8, np.float32)), {"N": 8},
                  grid=(1,))
     assert shifted_halo.lower(x, out, shifted, N=8, target="Ascend910B4").hivm
+
+
+@dsl.jit
+def repeated_address_store(x, out, M: dsl.constexpr, N: dsl.constexpr):
+    rm, rn = dsl.arange(0, M), dsl.arange(0, N)
+    v = dsl.load(x + rm)
+    dsl.store(out + rm[:, None] + rn[None, :] * 0, v[:, None] + 1)
+
+
+def test_a_toolchain_failure_is_explained_in_the_kernels_terms(cpu_toolchain):
+    """A store whose pointers repeat one address along an axis is fine interpreted (its
+    lanes store the same bits) but triton-ascend fails with "strides must not be zero"
+    somewhere in a stack dump (the assertion was cut off before session 19): the error
+    now says what in the kernel causes it."""
+    from lowering.toolrun import LoweringError
+
+    x, out = np.arange(4, dtype=np.int32), np.zeros(4, np.int32)
+    repeated_address_store(x, out, M=4, N=8)
+    assert out.tolist() == [1, 2, 3, 4]
+    with pytest.raises(LoweringError, match="strides must not be zero(.|\\n)*what this "
+                                            "means: triton-ascend cannot lower an access "
+                                            "whose pointers repeat one address"):
+        repeated_address_store.launch(x, out, M=4, N=8, grid=(1,), backend="compiled-cpu")
