@@ -98,10 +98,12 @@ def test_run_tool_returns_the_output_of_a_successful_program():
     assert done.returncode == 0 and done.stdout.strip() == "hello"
 
 
-def test_run_tool_maps_a_failure_to_the_stage_with_the_end_of_stderr():
-    code = "import sys; sys.stderr.write('x' * 9000 + 'the real reason'); sys.exit(3)"
-    with pytest.raises(LoweringError, match="lowering stage 'probe' failed: x+the real reason"
-                       ) as info:
+def test_run_tool_maps_a_failure_to_the_stage_with_the_start_and_end_of_stderr():
+    code = ("import sys; sys.stderr.write('the assertion' + 'x' * 9000 + 'the last words'); "
+            "sys.exit(3)")
+    with pytest.raises(LoweringError, match="lowering stage 'probe' failed: the assertionx+"
+                       "\n\\[\\.\\.\\. 5027 characters left out \\.\\.\\.\\]\n"
+                       "x+the last words") as info:
         run_tool("probe", [sys.executable, "-c", code])
     assert info.value.stage == "probe" and len(str(info.value)) < 4200
 
