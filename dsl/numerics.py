@@ -395,11 +395,11 @@ def float_to_int(x: np.ndarray, target: np.dtype) -> np.ndarray:
         target == np.uint32 else _CONVERSION_INT32
     with np.errstate(invalid="ignore"):
         if t.size == 0 or (t.min() >= low and t.max() < high):  # (a NaN fails both)
-            return t.astype(through).astype(target)
+            return t.astype(through).astype(target, copy=False)
         inside = (t >= low) & (t < high)
         converted = np.where(inside, t, 0.0).astype(through)
     converted[~inside] = invalid
-    return converted.astype(target)
+    return converted.astype(target, copy=False)
 
 
 def _float_to_uint64(t: np.ndarray) -> np.ndarray:
