@@ -90,25 +90,29 @@ class Uncacheable(Exception):
 
 
 def load_or_build(src: KernelSource, specs: dict[str, Any], options: Options,
-                  build: Callable[[Reads | None], Function]) -> Function:
+                  build: Callable[[Reads], Function]) -> tuple[Function, tuple | None]:
     """The optimised IR of ``src`` under ``specs``: read from the cache when its entry
     is there and everything its build read is unchanged, else ``build(reads)`` (which
-    passes ``reads`` to ``dsl.frontend.build_ir``) and stored when it can be."""
-    if not options.ir_cache or options.dump_ir:
-        return build(None)
+    passes ``reads`` to ``dsl.frontend.build_ir``) and stored when it can be. Also
+    returns the reads (``Reads.entries``: the entry's on a hit), or None when some
+    read has no fingerprint (``dsl.jit`` watches them: ``watch``)."""
     try:
-        key = specialization_key(src, specs)
+        key = specialization_key(src, specs) if options.ir_cache and not options.dump_ir \
+            else None
     except Exception:  # noqa: BLE001 - Uncacheable, or a value whose repr or hash fails:
-        return build(None)  # the cache never stands between a kernel and its launch
-    path = options.cache_root / "ir" / key[:2] / f"{key}.ir"
-    fn = load(path, src, verify_ir=options.verify_passes)
-    if fn is not None:
-        return fn
+        key = None  # the cache never stands between a kernel and its launch
+    path = None if key is None else options.cache_root / "ir" / key[:2] / f"{key}.ir"
+    if path is not None:
+        found = load(path, src, verify_ir=options.verify_passes)
+        if found is not None:
+            return found
     reads = Reads(src)
     fn = build(reads)
-    if reads.cacheable and store(path, fn, reads.entries) and options.verify_passes:
+    if not reads.cacheable:
+        return fn, None
+    if path is not None and store(path, fn, reads.entries) and options.verify_passes:
         check_round_trip(fn)
-    return fn
+    return fn, tuple(reads.entries)
 
 
 def check_round_trip(fn: Function) -> None:
@@ -125,11 +129,13 @@ def check_round_trip(fn: Function) -> None:
                                   "the same IR")
 
 
-def load(path: Path, src: KernelSource, verify_ir: bool = True) -> Function | None:
-    """The IR stored at ``path`` when what its build read still resolves to the same
-    values from ``src``; None when not (or missing, damaged, another format). The
-    IR is verified when ``verify_ir`` (``DSL_VERIFY_PASSES``, which the test suite
-    sets: a build verifies its IR once in any case, and the entry is that IR)."""
+def load(path: Path, src: KernelSource, verify_ir: bool = True
+         ) -> tuple[Function, tuple] | None:
+    """The IR stored at ``path`` and its build's reads, when those still resolve to
+    the same values from ``src``; None when not (or missing, damaged, another
+    format). The IR is verified when ``verify_ir`` (``DSL_VERIFY_PASSES``, which the
+    test suite sets: a build verifies its IR once in any case, and the entry is that
+    IR)."""
     try:
         data = path.read_bytes()
     except OSError:
@@ -149,7 +155,7 @@ def load(path: Path, src: KernelSource, verify_ir: bool = True) -> Function | No
             verify(fn)
     except Exception:  # noqa: BLE001 - a damaged or stale entry is a miss, never a failure
         return None
-    return fn
+    return fn, tuple(entries)
 
 
 def store(path: Path, fn: Function, entries: tuple = ()) -> bool:
@@ -296,6 +302,64 @@ def unchanged(src: KernelSource, entries: tuple) -> bool:
     return True
 
 
+_ABSENT = object()  # what a watched name resolves to once it is gone
+
+
+def watch(src: KernelSource, entries: tuple
+          ) -> dict[tuple, tuple[Callable[[], Any], Any]]:
+    """For a build's reads (``Reads.entries``) from ``src``: one ``(read, seen)`` pair
+    per name or attribute chain whose value the user's code may rebind (a module-level
+    constant, a helper kernel, an attribute of the user's own module), keyed by the
+    function reading it and the path, with ``read()`` giving what it is now and
+    ``seen`` what the build found; the same object means the same IR. Reads rooted in
+    the project, NumPy, Triton, ``math`` or the builtins are left out (their modules
+    are in the cache key, and they are not rebound)."""
+    pairs: dict[tuple, tuple[Callable[[], Any], Any]] = {}
+    for owner, path, _ in entries:
+        where = _owner(src, owner)
+        if where is None:
+            continue
+        read = _reader(where.fn, path)
+        if read is not None:
+            pairs[(id(where.fn), path)] = (read, read())
+    return pairs
+
+
+def _reader(fn: Callable[..., Any], path: tuple[str, ...]) -> Callable[[], Any] | None:
+    """A function reading ``path`` as ``fn``'s code would (closure cell, then
+    globals), without the front end's translations; None for a read not worth
+    watching (see ``watch``)."""
+    name, attrs = path[0], path[1:]
+    cell = None
+    if fn.__closure__:
+        cell = dict(zip(fn.__code__.co_freevars, fn.__closure__)).get(name)
+    scope = fn.__globals__
+    if cell is None and name not in scope:
+        return None  # a builtin
+    root = cell.cell_contents if cell is not None else scope[name]
+    if isinstance(root, types.ModuleType) and root.__name__.split(".")[0] in _NAMED_MODULES:
+        return None
+    if cell is not None:
+        def read() -> Any:
+            try:
+                obj = cell.cell_contents
+            except ValueError:
+                return _ABSENT
+            for attr in attrs:
+                obj = getattr(obj, attr, _ABSENT)
+            return obj
+        return read
+    if not attrs:
+        return lambda: scope.get(name, _ABSENT)
+
+    def read_chain() -> Any:
+        obj = scope.get(name, _ABSENT)
+        for attr in attrs:
+            obj = getattr(obj, attr, _ABSENT)
+        return obj
+    return read_chain
+
+
 def _owner(src: KernelSource, chain: tuple) -> KernelSource | None:
     for path in chain:
         obj = resolve(src, path)
@@ -421,5 +485,5 @@ def _holds_ir(value: Any) -> bool:
     return False
 
 
-__all__ = ["load_or_build", "specialization_key", "fingerprint", "flatten", "unflatten",
+__all__ = ["load_or_build", "watch", "specialization_key", "fingerprint", "flatten", "unflatten",
            "load", "store", "Reads", "unchanged", "resolve", "Uncacheable"]

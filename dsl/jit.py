@@ -180,6 +180,10 @@ class JITFunction(InlinableKernel):
         # the hot launcher of the last exact key that repeated (dsl.hot_launch)
         self._hot: Callable[[tuple[Any, ...], dict[str, Any], Any], bool] | None = None
         self._call_shapes: dict[tuple, CallShape | None] = {}
+        # what the built specializations read outside the kernel that the user's code
+        # may rebind, as (read, seen) pairs (``ir_cache.watch``): a launch that finds
+        # one changed forgets every specialization (``_forget_if_rebound``)
+        self._watched: dict[tuple, tuple[Callable[[], Any], Any]] = {}
         functools.update_wrapper(self, fn)
 
     @property
@@ -191,10 +195,29 @@ class JITFunction(InlinableKernel):
 
     def __getitem__(self, grid: Grid) -> Callable[..., None]:
         def launch(*args: Any, **kwargs: Any) -> None:
+            if self._watched:
+                self._forget_if_rebound()
             hot = self._hot  # (dsl.hot_launch) tried here: one call less per launch
             if hot is None or not hot(args, kwargs, grid):
                 self._launch(args, kwargs, grid, hot_tried=True)
         return launch
+
+    def _forget_if_rebound(self) -> None:
+        """Forget every specialization, launch recipe and hot launcher when a name the
+        kernel (or a helper it inlines) read outside itself now means another object:
+        a module-level constant or helper rebound after the first launch would
+        otherwise keep its old value for this kernel in this process (a new process,
+        or a new specialization, saw the new one)."""
+        for read, seen in self._watched.values():
+            if read() is not seen:
+                break
+        else:
+            return
+        self._cache.clear()
+        self._recipes.clear()
+        self._exact_replays.clear()
+        self._hot = None
+        self._watched = {}
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         self._launch(args, kwargs, None)
@@ -307,16 +330,19 @@ class JITFunction(InlinableKernel):
         if fn is None:
             options = options or Options.from_env()
             check = options.verify_passes
-            fn = ir_cache.load_or_build(  # on disk: built once per machine, not per process
+            fn, reads = ir_cache.load_or_build(  # on disk: built once per machine
                 self.source, dict(key), options,
                 lambda reads: optimize(build_ir(self.source, dict(key), verify_ir=check,
                                                 reads=reads),
                                        dump_ir=options.dump_ir, verify_each=check))
+            if reads:  # (None: a read without a fingerprint, which is not watched)
+                self._watched.update(ir_cache.watch(self.source, reads))
             self._cache[key] = fn
         return fn
 
     def ir(self, *args: Any, **kwargs: Any) -> Function:
         """The typed IR this kernel compiles to for these arguments (nothing runs)."""
+        self._forget_if_rebound()
         try:
             specs, _ = self.bind(args, kwargs)
             return self.specialize(specs)
@@ -333,6 +359,7 @@ class JITFunction(InlinableKernel):
         Returns a ``lowering.compiler.LoweredKernel`` (Triton source, TTIR, Linalg,
         HIVM, stage timings, UB estimate and measured use)."""
         options = options or Options.from_env()
+        self._forget_if_rebound()
         try:
             binding = self.bind_arguments(args, kwargs)
         except DSLCompileError as err:
@@ -345,6 +372,8 @@ class JITFunction(InlinableKernel):
     def _launch(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Grid | None,
                 backend: str | None = None, options: Options | None = None,
                 hot_tried: bool = False) -> None:
+        if self._watched and not hot_tried:
+            self._forget_if_rebound()
         hot = self._hot
         if hot is not None and not hot_tried and backend is None and options is None \
                 and hot(args, kwargs, grid):

@@ -284,6 +284,62 @@ def test_a_value_that_cannot_be_fingerprinted_never_breaks_a_build(tmp_path,
                                           8, BLOCK=8)
 
     specs = {"BLOCK": ConstSpec(_NoRepr())}
-    fn = ir_cache.load_or_build(src, specs, options, build)
-    assert fn is not None and built == [None]  # built, without recording or storing
+    fn, _ = ir_cache.load_or_build(src, specs, options, build)
+    # built (its reads recorded for ``dsl.jit``'s watch), not stored
+    assert fn is not None and len(built) == 1 and isinstance(built[0], ir_cache.Reads)
     assert not (tmp_path / "ir").exists()
+
+
+REBOUND = textwrap.dedent('''
+    import dsl
+
+    SHIFT = 4.0
+
+
+    @dsl.jit
+    def plus_one(v):
+        return v + 1.0
+
+
+    @dsl.jit
+    def shifted(x, out, N: dsl.constexpr):
+        i = dsl.arange(0, N)
+        dsl.store(out, i, plus_one(dsl.load(x, i)) + SHIFT)
+''')
+
+
+@pytest.mark.parametrize("cache", ["0", "1"])
+def test_rebinding_a_global_or_helper_is_seen_by_the_next_launch(tmp_path, monkeypatch,
+                                                                 kernel_from_source, cache):
+    """A module-level constant or helper rebound after a kernel's first launch kept its
+    old value for that kernel in the process (its specialization, launch recipe and
+    hot launcher were reused), while a new specialization saw the new one: one kernel,
+    two answers (found in session 19). A launch now forgets the kernel's builds when a
+    name it read outside itself means another object."""
+    monkeypatch.setenv("DSL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DSL_IR_CACHE", cache)
+    kernel, _ = kernel_from_source("shifted", REBOUND)
+    scope = kernel.fn.__globals__
+    x = np.zeros(8, np.float32)
+
+    def launch(indexed: bool = True) -> float:
+        out = np.zeros(8, np.float32)
+        (kernel[(1,)] if indexed else kernel)(x, out, N=8)
+        return float(out[0])
+
+    assert [launch() for _ in range(3)] == [5.0] * 3  # the third through the hot launcher
+    scope["SHIFT"] = 10.0
+    assert [launch(), launch(), launch(indexed=False)] == [11.0] * 3
+
+    @dsl.jit
+    def plus_hundred(v):
+        return v + 100.0
+
+    scope["plus_one"] = plus_hundred
+    assert [launch(), launch(indexed=False)] == [110.0] * 2
+    assert "value=100.0" in format_function(kernel.ir(x, np.zeros(8, np.float32), N=8))
+    wide = np.zeros(8, np.float64)
+    kernel[(1,)](np.zeros(8, np.float64), wide, N=8)
+    assert wide[0] == 110.0
+    scope["SHIFT"] = 10.0  # an equal value in a new object: built again, same answer
+    assert launch() == 110.0
