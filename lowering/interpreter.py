@@ -1415,7 +1415,7 @@ class _KernelFacts:
     # pre-pass may take batches 16 times the run's
     small_data_loads: bool
     dying: dict[int, frozenset[int]]
-    may_fail: bool  # runs checks (IO ops) that can fail mid-launch
+    may_fail: bool  # runs checks (IO ops, ``RUNTIME_CHECKS``) that can fail mid-launch
     flat: FlatForm | None  # the kernel's flat form, when it has one (lowering.plan)
     wide_loads: frozenset[int]  # ids of the loads ``_dot_operand_loads`` names
     # the tensors ``while`` loops read (loads, atomics): when one shares memory with a
@@ -1445,6 +1445,32 @@ def _waited_on(fn: Function) -> frozenset[str]:
                      if inner.defn.reads_memory)
 
 
+def _runtime_offsets(op: Op) -> bool:
+    """An extract_slice/insert_slice whose offsets are not all constants (constant
+    ones are checked when the kernel compiles)."""
+    return any(v.owner is None or v.owner.constant is None for v in op.offsets)
+
+
+# Ops that check their operands as they run and may raise mid-launch (a slice out of
+# its block, a gather index outside its axis, a value outside the histogram's bins,
+# a while loop that cannot end), by kind: when the op can. A launch holding one keeps
+# what it overwrites, to undo it (``may_fail``), and compiled-CPU mode, whose code
+# does not check, interprets such a launch first (``lowering.cpu.run``).
+RUNTIME_CHECKS: dict[str, Callable[[Op], bool]] = {
+    "extract_slice": _runtime_offsets,
+    "insert_slice": _runtime_offsets,
+    "gather": lambda op: True,
+    "histogram": lambda op: True,
+    "while": lambda op: True,
+}
+
+
+def checks_at_run_time(fn: Function) -> bool:
+    """Whether ``fn`` holds an op that ``RUNTIME_CHECKS`` says may raise as it runs."""
+    return any(check(op) for op in fn.walk()
+               if (check := RUNTIME_CHECKS.get(op.kind)) is not None)
+
+
 def _facts(fn: Function) -> _KernelFacts:
     facts = _FACTS.get(fn)
     if facts is None:
@@ -1452,7 +1478,8 @@ def _facts(fn: Function) -> _KernelFacts:
         data_loads: frozenset[int] = frozenset()
         if indices is None and (gathered := gather_slice(fn)) is not None:
             indices, data_loads = gathered
-        may_fail = any(op.defn.effect is Effect.IO for op in fn.walk())
+        may_fail = any(op.defn.effect is Effect.IO for op in fn.walk()) or \
+            checks_at_run_time(fn)
         facts = _KernelFacts(
             fn.tensors_read(), fn.tensors_written(), indices, data_loads,
             frozenset(op.tensor for op in fn.walk() if id(op) in data_loads),

@@ -573,3 +573,44 @@ def test_a_toolchain_failure_is_explained_in_the_kernels_terms(cpu_toolchain):
                                             "means: triton-ascend cannot lower an access "
                                             "whose pointers repeat one address"):
         repeated_address_store.launch(x, out, M=4, N=8, grid=(1,), backend="compiled-cpu")
+
+
+@dsl.jit
+def stores_then_slices(x, out, off, n, BLOCK: dsl.constexpr):
+    i = dsl.arange(0, BLOCK)
+    v = dsl.load(x, i)
+    dsl.store(out, i, v + 1.0)  # written before the check that fails
+    dsl.store(out, n + dsl.arange(0, 4), dsl.extract_slice(v, [off], [4], [1]))
+    dsl.store(out, n + 4, dsl.get_element(v, (off + 3,)))
+
+
+@dsl.jit
+def stores_then_counts(x, out, bins, BLOCK: dsl.constexpr):
+    i = dsl.arange(0, BLOCK)
+    v = dsl.load(x, i)
+    dsl.store(out, i, v + 1)
+    dsl.store(bins, dsl.arange(0, 8), dsl.histogram(v, 8))
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "compiled-cpu"])
+def test_a_check_that_fails_as_the_kernel_runs_leaves_outputs_untouched(cpu_toolchain,
+                                                                         backend):
+    """A slice or get_element at a runtime offset outside the block, or a histogram
+    value outside the bins, raises as the kernel runs: the interpreter left the stores
+    made before it written, and compiled code did not check at all (it stored garbage
+    read past the block: [15, 0, 0, 8.76e-43]; found in session 19). Such a launch now
+    keeps what it overwrites to undo it, and compiled-CPU mode interprets it first."""
+    x, out = np.arange(16, dtype=np.float32), np.full(24, -1.0, np.float32)
+    stores_then_slices.launch(x, out, 12, 16, BLOCK=16, grid=(1,), backend=backend)
+    assert out[16:21].tolist() == [12.0, 13.0, 14.0, 15.0, 15.0]
+    for off in (13, 100, -1):
+        out = np.full(24, -1.0, np.float32)
+        with pytest.raises(dsl.DSLRuntimeError, match="extract_slice .* offset"):
+            stores_then_slices.launch(x, out, off, 16, BLOCK=16, grid=(1,), backend=backend)
+        assert (out == -1.0).all()
+    values, out, bins = np.arange(16, dtype=np.int32) % 8, np.zeros(16, np.int32), \
+        np.zeros(8, np.int32)
+    values[3] = 9
+    with pytest.raises(dsl.DSLRuntimeError, match="value 9 is outside the bins"):
+        stores_then_counts.launch(values, out, bins, BLOCK=16, grid=(1,), backend="interpreter")
+    assert not out.any() and not bins.any()
