@@ -318,9 +318,23 @@ class JITFunction(InlinableKernel):
     def interpreter_blocks(self, binding: Binding) -> dict[str, int]:
         """The launcher's choice for open block sizes on the CPU (see
         ``interpreter_block_size``)."""
-        largest = max((v.numel for v in binding.values.values()
-                       if isinstance(v, (TensorView, DeviceTensorView))), default=1)
-        return {name: interpreter_block_size(largest) for name in binding.open_blocks}
+        tensors = [v for v in binding.values.values()
+                   if isinstance(v, (TensorView, DeviceTensorView))]
+        open_blocks = sorted(binding.open_blocks)
+        if len(open_blocks) < 2:
+            largest = max((v.numel for v in tensors), default=1)
+            return {name: interpreter_block_size(largest) for name in open_blocks}
+        # Several (a 2-D tile's rows and columns): each covers the longest dimension,
+        # as a kernel that does not loop over one of them needs; a tile too large for
+        # memory is refused (two blocks of 65536 each asked for 16 GiB)
+        longest = max((max(v.shape, default=1) for v in tensors), default=1)
+        size = interpreter_block_size(longest)
+        if size ** len(open_blocks) > MAX_OPEN_TILE:
+            raise self._def_error(
+                f"the block sizes {', '.join(open_blocks)} were left to the launcher, which "
+                f"would make each {size} (the longest dimension of the tensors): a tile of "
+                f"{size ** len(open_blocks):,} elements; pass them explicitly")
+        return dict.fromkeys(open_blocks, size)
 
     def specialize(self, specs: dict[str, ArgSpec], options: Options | None = None) -> Function:
         """The IR of one specialization (every parameter specialized), built on first
@@ -687,6 +701,10 @@ def planning() -> Iterator[list[Launch]]:
 def is_planning() -> bool:
     """True inside ``planning()``: launches are recorded, not run."""
     return _PLANS.get() is not None
+
+
+# The most elements a tile of several launcher-chosen block sizes may hold
+MAX_OPEN_TILE = 1 << 24
 
 
 def interpreter_block_size(largest_numel: int) -> int:

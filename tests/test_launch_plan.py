@@ -642,3 +642,33 @@ def test_a_hot_launcher_tells_a_zero_from_a_negative_zero(hot_runs):
         kernel[(1,)](x, out, 64, s, BLOCK=64)
         np.testing.assert_array_equal(out.view(np.uint32), (x * np.float32(s)).view(np.uint32))
     assert hot_runs["n"] == 1, "the third 0.0 made the launcher; -0.0 missed it; 0.0 ran it"
+
+
+@dsl.jit
+def rows_and_columns(x, out, M, N, BM: dsl.block_size, BN: dsl.block_size):
+    for start in dsl.tile_range(0, M, BM):
+        r = start + dsl.arange(0, BM)
+        c = dsl.arange(0, BN)  # one block of columns: BN must cover N
+        m = (r[:, None] < M) & (c[None, :] < N)
+        dsl.store(out, r[:, None] * N + c[None, :],
+                  dsl.load(x, r[:, None] * N + c[None, :], m) + 1.0, m)
+
+
+def test_several_open_block_sizes_make_a_tile_that_fits_in_memory():
+    """Every block size left to the launcher was sized by the largest tensor's element
+    count: a 300x300 array made a 65536x65536 tile (a 16 GiB MemoryError, found in
+    session 19). Several open blocks now each cover the longest dimension, and a tile
+    past ``MAX_OPEN_TILE`` elements is refused with the blocks named."""
+    for shape in ((37, 29), (300, 300), (5, 1000)):
+        x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+        out = np.zeros_like(x)
+        rows_and_columns(x, out, *shape)
+        np.testing.assert_array_equal(out, x + 1)
+    x = np.zeros((1, 5000), np.float32)
+    out = np.full_like(x, 7.0)
+    with pytest.raises(dsl.DSLLaunchError, match="BM, BN were left to the launcher.*"
+                                                 "8192.*pass them explicitly"):
+        rows_and_columns(x, out, 1, 5000)
+    assert (out == 7.0).all()
+    rows_and_columns(x, out, 1, 5000, BM=1, BN=8192)
+    assert (out == 1.0).all()
