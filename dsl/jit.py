@@ -624,12 +624,15 @@ class JITFunction(InlinableKernel):
             grid = (default,)
         if callable(grid):
             grid = grid(meta)
-        if isinstance(grid, int):
+        if isinstance(grid, (int, np.integer)):
             grid = (grid,)
-        dims = tuple(grid)
-        if not 1 <= len(dims) <= 3 or not all(isinstance(g, (int, np.integer)) and g >= 0
-                                              for g in dims):
-            raise self._def_error(f"grid must be 1 to 3 non-negative integers, got {grid!r}")
+        # a tuple or list (Triton's spelling); not any iterable: range(3) is no grid
+        dims = tuple(grid) if isinstance(grid, (tuple, list)) else None
+        if dims is None or not 1 <= len(dims) <= 3 or not all(
+                isinstance(g, (int, np.integer)) and not isinstance(g, bool) and g >= 0
+                for g in dims):
+            raise self._def_error(f"grid must be 1 to 3 non-negative integers (an int, or a "
+                                  f"tuple or list of them), got {grid!r}")
         dims = tuple(int(g) for g in dims) + (1,) * (3 - len(dims))
         return dims  # type: ignore[return-value]
 

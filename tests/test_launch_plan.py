@@ -672,3 +672,18 @@ def test_several_open_block_sizes_make_a_tile_that_fits_in_memory():
     assert (out == 7.0).all()
     rows_and_columns(x, out, 1, 5000, BM=1, BN=8192)
     assert (out == 1.0).all()
+
+
+def test_a_grid_is_an_int_or_a_tuple_or_list_of_ints():
+    """``kernel[np.int64(4)]`` raised a raw TypeError, ``kernel[2.0]`` too, and
+    ``kernel[range(3)]`` launched the grid (0, 1, 2) (found in session 19)."""
+    x = np.arange(64, dtype=np.float32)
+    for grid in (4, np.int64(4), (4,), [4], (np.int32(4), 1), [4, 1, 1]):
+        out = np.zeros(64, np.float32)
+        rows_and_columns[grid](x.reshape(4, 16), out.reshape(4, 16), 4, 16, BM=1, BN=16)
+        np.testing.assert_array_equal(out, x + 1)
+    for grid in (2.0, range(3), np.array(4), np.array([4]), (4, 1, 1, 1), (-1,), "4", (True,)):
+        with pytest.raises(dsl.DSLLaunchError, match="grid must be 1 to 3 non-negative "
+                                                     "integers"):
+            rows_and_columns[grid](x.reshape(4, 16), np.zeros((4, 16), np.float32), 4, 16,
+                                   BM=1, BN=16)
