@@ -50,8 +50,22 @@ DEFAULT_LLVM_ROOT = Path("/usr/lib/llvm-19")
 MAX_DEFAULT_WORKERS = 8
 
 
-def _flag(value: str | None) -> bool:
-    return value not in (None, "", "0")
+_ON = ("1", "true", "yes", "on")
+_OFF = ("0", "false", "no", "off")
+
+
+def _flag(value: str | None, name: str, default: bool = False) -> bool:
+    """A boolean environment variable: unset or empty -> ``default``; 1/true/yes/on
+    and 0/false/no/off in any case; anything else is an error naming the variable
+    (``DSL_DUMP_IR=false`` turned the dump on)."""
+    word = (value or "").strip().lower()
+    if not word:
+        return default
+    if word in _ON:
+        return True
+    if word in _OFF:
+        return False
+    raise ValueError(f"{name} must be one of {', '.join(_ON + _OFF)} (any case), got {value!r}")
 
 
 def _race_mode(value: str) -> str:
@@ -139,14 +153,14 @@ class Options:
                 from None
         cache = env.get("DSL_CACHE_DIR")
         return cls(backend=env.get("DSL_BACKEND") or "interpreter",
-                   force_interpreter=_flag(env.get("DSL_INTERPRET")),
-                   dump_ir=_flag(env.get("DSL_DUMP_IR")),
+                   force_interpreter=_flag(env.get("DSL_INTERPRET"), "DSL_INTERPRET"),
+                   dump_ir=_flag(env.get("DSL_DUMP_IR"), "DSL_DUMP_IR"),
                    cache_dir=Path(cache) if cache else None,
                    interpreter_threads=thread_count,
                    llvm_root=Path(env.get("DSL_LLVM_ROOT") or DEFAULT_LLVM_ROOT),
                    race_check=_race_mode(env.get("DSL_RACE_CHECK", "")),
-                   verify_passes=_flag(env.get("DSL_VERIFY_PASSES")),
-                   ir_cache=env.get("DSL_IR_CACHE", "").strip().lower() not in ("0", "off"))
+                   verify_passes=_flag(env.get("DSL_VERIFY_PASSES"), "DSL_VERIFY_PASSES"),
+                   ir_cache=_flag(env.get("DSL_IR_CACHE"), "DSL_IR_CACHE", default=True))
 
     def replace(self, **changes: Any) -> Options:
         """A copy with ``changes`` applied (validated like a new record)."""

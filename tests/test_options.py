@@ -36,10 +36,27 @@ def test_from_env_reads_every_setting():
 @pytest.mark.parametrize(("env", "message"), [
     ({"DSL_INTERPRETER_THREADS": "many"}, "DSL_INTERPRETER_THREADS must be an integer"),
     ({"DSL_INTERPRETER_THREADS": "-1"}, "non-negative"),
+    ({"DSL_IR_CACHE": "maybe"}, "DSL_IR_CACHE must be one of 1, true"),
+    ({"DSL_DUMP_IR": "2"}, "DSL_DUMP_IR must be one of"),
 ])
 def test_bad_settings_are_named(env, message):
     with pytest.raises(ValueError, match=message):
         Options.from_env(env)
+
+
+@pytest.mark.parametrize("variable, field, default", [
+    ("DSL_INTERPRET", "force_interpreter", False), ("DSL_DUMP_IR", "dump_ir", False),
+    ("DSL_VERIFY_PASSES", "verify_passes", False), ("DSL_IR_CACHE", "ir_cache", True)])
+def test_boolean_settings_read_the_usual_words_alike(variable, field, default):
+    """``DSL_DUMP_IR=false`` (or ``no``, ``off``) switched the dump on, and
+    ``DSL_IR_CACHE=false`` left the cache on (found in session 19): every boolean
+    variable reads 1/true/yes/on and 0/false/no/off, in any case."""
+    assert getattr(Options.from_env({}), field) is default
+    assert getattr(Options.from_env({variable: " "}), field) is default
+    for word in ("1", "true", "YES", "On"):
+        assert getattr(Options.from_env({variable: word}), field) is True
+    for word in ("0", "false", "No", "OFF"):
+        assert getattr(Options.from_env({variable: word}), field) is False
 
 
 def test_options_are_frozen_and_replace_validates():
