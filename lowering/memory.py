@@ -264,7 +264,7 @@ def check_bounds(site: AccessSite, index: object, mask: object | None, pid: np.n
             return
         row = int(np.argmax(bad))
         start = int(first[row])
-        lane = 0 if start < 0 else site.numel - start
+        lane = 0 if start < 0 or start >= site.numel else site.numel - start  # the first bad
         _raise_oob(site, pid, row, lane, start + lane)
     if isinstance(index, RowRuns) and _runs_within(index, mask, site.numel):
         return

@@ -47,6 +47,24 @@ def test_out_of_bounds_store_is_detected_and_nothing_is_written():
 
 
 @dsl.jit
+def shifted_copy(src, dst, shift, BLOCK: dsl.constexpr):
+    i = dsl.arange(0, BLOCK)
+    dsl.store(dst, i, dsl.load(src, i + shift))
+
+
+@pytest.mark.parametrize("shift, index, lane", [(1, 8, 7), (5, 8, 3), (8, 8, 0), (9, 9, 0),
+                                                (100, 100, 0), (-3, -3, 0)])
+def test_out_of_bounds_names_the_first_bad_lane_and_its_index(shift, index, lane):
+    """An access whose run starts past the end of the tensor was reported at index 8
+    (the tensor's size) with a negative lane ("lane -92" for a shift of 100; found in
+    session 19): the first bad lane is lane 0 there, at its own index."""
+    src, dst = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+    with pytest.raises(dsl.OutOfBoundsError, match=f"index {index} was accessed \\(program "
+                                                   f"id \\(0, 0, 0\\), lane {lane}\\)"):
+        shifted_copy[(1,)](src, dst, shift, BLOCK=8)
+
+
+@dsl.jit
 def gather_kernel(src, idx_tensor, dst, n):
     i = dsl.arange(0, 8)
     j = dsl.load(idx_tensor, i, i < n)
