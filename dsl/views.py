@@ -284,6 +284,8 @@ def broadcast_to(obj: Any, shape: tuple[int, ...] | list[int]) -> TensorView:
     """A view of ``obj`` broadcast to ``shape`` with stride 0 on stretched dims (no copy)."""
     view = as_view(obj)
     shape = tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"shape {list(shape)} has a negative dimension")
     if view.shape == shape:
         return view
     if not broadcast_shape_ok(view.shape, shape):

@@ -144,9 +144,13 @@ def write_source(kernel: GeneratedKernel, root: Path) -> Path:
     folder = root / "triton"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{kernel.name}_{kernel.digest[:20]}.py"
-    if not path.exists() or path.read_text() != kernel.source:
+    try:
+        current = path.read_bytes()
+    except OSError:
+        current = None
+    if current != kernel.source.encode():  # (missing, stale or damaged: written again)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(kernel.source)
+        tmp.write_bytes(kernel.source.encode())
         os.replace(tmp, path)
     return path
 

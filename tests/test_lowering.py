@@ -310,3 +310,23 @@ def test_a_failing_tools_error_quotes_the_start_and_the_end_of_its_output():
     assert failure_text(short) == "short failure"
     assert failure_text(subprocess.CompletedProcess(["tool"], 3, "", "")) == \
         "tool exited with status 3"
+
+
+@dsl.jit
+def doubled(x, out, N: dsl.constexpr):
+    i = dsl.arange(0, N)
+    dsl.store(out, i, dsl.load(x, i) * 2.0)
+
+
+def test_a_damaged_generated_source_in_the_cache_is_written_again(tmp_path):
+    """The generated Triton file is content-addressed in the cache folder; a damaged
+    one (binary garbage) raised UnicodeDecodeError on the next build (found in
+    session 19) instead of being written again."""
+    from lowering.compiler import write_source
+    from lowering.triton_codegen import generate
+
+    kernel = generate(doubled.ir(np.zeros(4, np.float32), np.zeros(4, np.float32), N=4))
+    path = write_source(kernel, tmp_path)
+    assert path.read_text() == kernel.source
+    path.write_bytes(bytes(range(256)) * 8)
+    assert write_source(kernel, tmp_path) == path and path.read_text() == kernel.source

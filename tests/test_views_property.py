@@ -64,3 +64,18 @@ def test_stores_into_any_non_broadcast_layout_match_numpy(view_pair, block):
         copy_kernel(source, target, expected.size, BLOCK=block)
     np.testing.assert_array_equal(target, source)
     assert np.all(target_storage[..., 1] == 0)
+
+
+def test_broadcast_to_refuses_a_shape_that_does_not_fit():
+    """``dsl.broadcast_to(w, (-1, 4))`` was accepted, and a launch then reported a
+    tensor of -4 elements at lane -4 (found in session 19)."""
+    import pytest
+
+    w = np.arange(4, dtype=np.float32)
+    with pytest.raises(ValueError, match="negative dimension"):
+        dsl.broadcast_to(w, (-1, 4))
+    with pytest.raises(ValueError, match="does not broadcast"):
+        dsl.broadcast_to(w, (3, 5))
+    view = dsl.broadcast_to(w, (3, 4))
+    assert view.shape == (3, 4) and view.strides[0] == 0
+    assert dsl.broadcast_to(w, (0, 4)).shape == (0, 4)
