@@ -218,13 +218,37 @@ def run_cpu_diff(op: str, dtype: str, weight: bool, pos_weight: bool, out: Any) 
     return 1 if differing else 0
 
 
+# the stages --emit prints or writes, and the suffix of each one's file
+_EMIT_SUFFIX = {"triton": "py", "ttir": "ttir.mlir", "linalg": "linalg.mlir",
+                "hivm": "hivm.mlir"}
+
+
 def compile_command(op: str, target: str, dtype: str, emit: str, out_dir: str | None,
                     weight: bool, pos_weight: bool, out: Any = sys.stdout,
                     run_cpu: bool = False) -> int:
     """Lower one operator's kernel and print the stage table and UB figures."""
+    from pathlib import Path
+
     from lowering.compiler import LoweringError
     from lowering.ub import UBOverflowError
 
+    # every argument checked before the (long) compile
+    stages = [e.strip() for e in emit.split(",") if e.strip()]
+    unknown = [stage for stage in stages if stage not in _EMIT_SUFFIX]
+    if unknown:
+        print(f"error: --emit accepts {', '.join(_EMIT_SUFFIX)}; got {unknown[0]!r}", file=out)
+        return 2
+    if pos_weight and op == "bce_backward":
+        print("error: --pos-weight: bce_backward has no pos_weight operand", file=out)
+        return 2
+    folder = Path(out_dir) if out_dir else None
+    if folder is not None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            print(f"error: --out {out_dir}: cannot make that folder ({err.strerror or err})",
+                  file=out)
+            return 2
     kernel, args, kwargs = _compile_specs(op, dtype, weight, pos_weight)
     try:
         lowered = kernel.lower(*args, target=target, **kwargs)
@@ -237,18 +261,14 @@ def compile_command(op: str, target: str, dtype: str, emit: str, out_dir: str | 
     print(lowered.ub_report(), file=out)
     texts = {"triton": lowered.triton, "ttir": lowered.ttir, "linalg": lowered.linalg,
              "hivm": lowered.hivm}
-    suffix = {"triton": "py", "ttir": "ttir.mlir", "linalg": "linalg.mlir", "hivm": "hivm.mlir"}
-    for stage in filter(None, (e.strip() for e in emit.split(","))):
-        if stage not in texts:
-            print(f"error: --emit accepts {', '.join(texts)}; got {stage!r}", file=out)
-            return 2
-        if out_dir:
-            from pathlib import Path
-
-            folder = Path(out_dir)
-            folder.mkdir(parents=True, exist_ok=True)
-            path = folder / f"{kernel.name}.{suffix[stage]}"
-            path.write_text(texts[stage])
+    for stage in stages:
+        if folder is not None:
+            path = folder / f"{kernel.name}.{_EMIT_SUFFIX[stage]}"
+            try:
+                path.write_text(texts[stage])
+            except OSError as err:
+                print(f"error: cannot write {path} ({err.strerror or err})", file=out)
+                return 1
             print(f"wrote {path}", file=out)
         else:
             print(f"\n// ---- {stage} ----\n{texts[stage]}", file=out)

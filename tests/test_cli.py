@@ -6,6 +6,8 @@ import io
 import subprocess
 import sys
 
+import pytest
+
 from ops import cli
 
 
@@ -71,6 +73,24 @@ def test_compile_command_reports_bad_input(toolchain):
     buffer = io.StringIO()
     assert cli.compile_command("bce_backward", "Ascend910B4", "float32", "llvm", None, False,
                                False, out=buffer) == 2
+
+
+def test_compile_command_checks_its_arguments_before_compiling(tmp_path, monkeypatch):
+    """``--emit bogus`` was reported after the whole compile (the stage table printed
+    first), ``--out`` at a file gave a raw FileExistsError traceback and
+    ``--pos-weight`` was silently ignored for bce_backward (found in session 19)."""
+    monkeypatch.setattr(cli, "_compile_specs", lambda *a: pytest.fail("compiled anyway"))
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for emit, out_dir, pos_weight, message in [
+            ("triton,bogus", None, False, "--emit accepts triton, ttir, linalg, hivm; got "
+                                          "'bogus'"),
+            ("triton", str(afile), False, f"--out {afile}: cannot make that folder"),
+            ("", None, True, "--pos-weight: bce_backward has no pos_weight operand")]:
+        buffer = io.StringIO()
+        assert cli.compile_command("bce_backward", "Ascend910B4", "float32", emit, out_dir,
+                                   False, pos_weight, out=buffer) == 2
+        assert buffer.getvalue().startswith(f"error: {message}"), buffer.getvalue()
 
 
 def test_compile_run_cpu_prints_the_diff(cpu_toolchain):
