@@ -569,6 +569,11 @@ class JITFunction(InlinableKernel):
                 if value.is_broadcast:
                     raise self._def_error(f"argument {name!r} is stored to but is a broadcast "
                                           f"view (strides {list(value.strides)})")
+                if value.overlaps_itself():
+                    raise self._def_error(
+                        f"argument {name!r} is stored to but its view overlaps itself (shape "
+                        f"{list(value.shape)}, element strides {list(value.strides)}: two "
+                        "indices reach one element)")
                 if not value.buffer.flags.writeable:
                     raise self._def_error(f"argument {name!r} is stored to but is read-only")
             c = value.coalesced()

@@ -22,6 +22,9 @@ from dsl.dtypes import DType
 from dsl.layout import CoalescedView, classify, span
 
 
+_OVERLAP_EXACT = 1 << 24  # elements: above, a layout not proved apart is taken to overlap
+
+
 class _Shaped:
     """What a view of any memory derives from its ``shape`` and element ``strides``."""
 
@@ -38,8 +41,32 @@ class _Shaped:
 
     @property
     def is_broadcast(self) -> bool:
-        """True when some element is reachable through two logical indices."""
+        """True when a stride-0 axis makes some element reachable through two logical
+        indices."""
         return self.numel > 0 and any(st == 0 and n > 1 for n, st in zip(self.shape, self.strides))
+
+    def overlaps_itself(self) -> bool:
+        """True when two logical indices reach one element: a broadcast, or strides
+        whose rows overlap (``as_strided(buf, (4, 8), (16, 4))``). Decided by the axes
+        sorted by stride, each stepping past everything the shorter ones reach; a
+        layout that fails that test (interleaved axes) is decided by its offsets,
+        which up to ``_OVERLAP_EXACT`` elements are listed and compared."""
+        if self.numel <= 1:
+            return False
+        reach = 0  # the farthest element the axes so far reach from the first one
+        for stride, n in sorted((abs(st), n) for n, st in zip(self.shape, self.strides)
+                                if n > 1):
+            if stride <= reach:
+                break
+            reach += stride * (n - 1)
+        else:
+            return False
+        if self.numel > _OVERLAP_EXACT:
+            return True  # (not proved apart: treated as overlapping)
+        offsets = np.zeros(1, np.int64)
+        for n, st in zip(self.shape, self.strides):
+            offsets = (offsets[:, None] + np.arange(n, dtype=np.int64) * st).reshape(-1)
+        return np.unique(offsets).shape[0] < offsets.shape[0]
 
     def coalesced(self) -> CoalescedView:
         """Coalesced sizes/strides and layout class (see ``dsl.layout``)."""

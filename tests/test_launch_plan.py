@@ -687,3 +687,29 @@ def test_a_grid_is_an_int_or_a_tuple_or_list_of_ints():
                                                      "integers"):
             rows_and_columns[grid](x.reshape(4, 16), np.zeros((4, 16), np.float32), 4, 16,
                                    BM=1, BN=16)
+
+
+@dsl.jit
+def copy_2d(x, out, M: dsl.constexpr, N: dsl.constexpr):
+    r, c = dsl.arange(0, M)[:, None], dsl.arange(0, N)[None, :]
+    dsl.store(out, r * N + c, dsl.load(x, r * N + c))
+
+
+def test_an_output_view_that_overlaps_itself_is_refused():
+    """``as_strided(buf, (4, 8), (16, 4))`` (rows overlapping) was accepted as an output
+    and its rows overwrote each other, even under DSL_RACE_CHECK=full (found in
+    session 19); a stride-0 output was already refused. Interleaved axes that reach
+    distinct elements stay accepted."""
+    from numpy.lib.stride_tricks import as_strided
+
+    src = np.arange(32, dtype=np.float32).reshape(4, 8)
+    buf = np.zeros(20, np.float32)
+    with pytest.raises(dsl.DSLLaunchError, match="'out' is stored to but its view overlaps "
+                                                 "itself"):
+        copy_2d(src, as_strided(buf, shape=(4, 8), strides=(16, 4)), M=4, N=8)
+    assert not buf.any()
+    buf = np.zeros(12, np.float32)
+    apart = as_strided(buf, shape=(4, 2), strides=(8, 20))  # offsets 0 5 2 7 4 9 6 11
+    copy_2d(src[:4, :2].copy(), apart, M=4, N=2)
+    np.testing.assert_array_equal(apart, src[:4, :2])
+    copy_2d(src.T.copy(), np.zeros((8, 4), np.float32).T.T, M=8, N=4)  # plain layouts pass
