@@ -32,6 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from dsl import dtypes as dt
 from dsl import language as lang
 from dsl import mathlib
@@ -967,6 +969,9 @@ class _Visitor:
             raise self.error(node, str(exc)) from None
         if self.b.reads is not None:
             self.b.reads.record(self.src, (name,), found)
+        if isinstance(found, (np.integer, np.floating, np.bool_)):
+            # a NumPy scalar (``S = np.float32(2.0)``): a constant of its own type
+            return sem.constant(self.b, found.item(), dt.from_numpy(found.dtype))
         return found
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:

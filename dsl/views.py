@@ -21,7 +21,6 @@ from dsl import dtypes as dt
 from dsl.dtypes import DType
 from dsl.layout import CoalescedView, classify, span
 
-
 _OVERLAP_EXACT = 1 << 24  # elements: above, a layout not proved apart is taken to overlap
 
 

@@ -436,3 +436,21 @@ def test_a_definition_the_fast_reader_cannot_isolate_falls_back_to_inspect(monke
 def ast_dump(tree):
     import ast
     return ast.dump(tree, include_attributes=True)
+
+
+NUMPY_SCALE = np.float32(2.0)
+NUMPY_SHIFT = np.int64(3)
+
+
+@dsl.jit
+def scaled_by_numpy_scalars(x, out, N: dsl.constexpr):
+    i = dsl.arange(0, N)
+    dsl.store(out, i, dsl.load(x, i) * NUMPY_SCALE + NUMPY_SHIFT)
+
+
+def test_a_numpy_scalar_global_is_a_constant_of_its_type():
+    """``S = np.float32(2.0)`` read by a kernel was refused ("cannot apply an operator
+    to float32"; found in session 19); it is a constant of its own type."""
+    x, out = np.arange(4, dtype=np.float32), np.zeros(4, np.float32)
+    scaled_by_numpy_scalars(x, out, N=4)
+    np.testing.assert_array_equal(out, x * 2 + 3)
