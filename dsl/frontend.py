@@ -186,8 +186,9 @@ class KernelSource:
                 if issubclass(ann, lang.block_size):
                     blocks.add(p.name)
             if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-                raise DSLCompileError(f"kernel parameter {p.name!r}: *args, **kwargs and "
-                                      "keyword-only parameters are not supported")
+                raise DSLCompileError(f"{file}:{first}: kernel {fn.__name__} parameter "
+                                      f"{p.name!r}: *args, **kwargs and keyword-only "
+                                      "parameters are not supported")
         return KernelSource(fn, tree, file, first - 1, col_offset, list(sig.parameters.values()),
                             frozenset(constexpr), frozenset(blocks), translate, raw)
 

@@ -454,3 +454,14 @@ def test_a_numpy_scalar_global_is_a_constant_of_its_type():
     x, out = np.arange(4, dtype=np.float32), np.zeros(4, np.float32)
     scaled_by_numpy_scalars(x, out, N=4)
     np.testing.assert_array_equal(out, x * 2 + 3)
+
+
+def test_a_keyword_only_parameter_is_refused_at_its_line():
+    """The refusal had no file:line, unlike every other compile error (found in
+    session 19)."""
+    def kernel(x, *, w):  # noqa: ARG001
+        pass
+
+    with pytest.raises(dsl.DSLCompileError, match="test_frontend.py:[0-9]+: kernel kernel "
+                                                  "parameter 'w': .*keyword-only"):
+        dsl.jit(kernel)
