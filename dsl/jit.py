@@ -57,6 +57,7 @@ from dsl.launch_cache import (
     call_shape,
     exact_call_key,
 )
+from dsl.numerics import scalar_converter
 from dsl.options import Options
 from dsl.passes import optimize
 from dsl.targets import DEFAULT_PROGRAMS, get_target
@@ -599,7 +600,8 @@ class JITFunction(InlinableKernel):
             if param.role == "tensor":
                 runtime.append(tensors[param.user_name])
             elif param.role == "scalar":
-                runtime.append(param.value.dtype.np.type(values[param.user_name]))
+                runtime.append(scalar_converter(param.value.dtype.np.type)(
+                    values[param.user_name]))
             elif param.role == "sub_block":
                 runtime.append(np.int32(0))  # run_sub_blocks sets it per pass
             else:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dsl.dtypes import DType, launch_int_dtype
+from dsl.numerics import scalar_converter
 from dsl.views import (
     TensorView,
     as_view,
@@ -422,7 +423,8 @@ def build_recipe(shape: CallShape, launch_values: tuple[Any, ...], launch: Launc
         elif param.role == "scalar":
             if param.user_name not in positions:
                 return None
-            runtime.append(("scalar", positions[param.user_name], param.value.dtype.np.type))
+            runtime.append(("scalar", positions[param.user_name],
+                            scalar_converter(param.value.dtype.np.type)))
         else:
             runtime.append(("fixed", value))
     fixed_grid = launch.grid if not callable(grid) else None

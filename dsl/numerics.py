@@ -27,6 +27,7 @@ import contextlib
 import math
 import sys
 from collections.abc import Callable, Hashable
+from typing import Any
 
 import numpy as np
 
@@ -62,6 +63,22 @@ class ignore_fp_errors:
             self._token.__exit__(*exc)
         else:
             _FP_STATE.reset(self._token)
+
+
+def scalar_converter(np_type: type) -> Callable[[Any], Any]:
+    """How a launch converts a scalar argument to its parameter's NumPy type: the type
+    itself, except that a float type takes a value past its range as the cast does (an
+    infinity) without NumPy's overflow warning (``1e300`` for a float32 parameter)."""
+    if not issubclass(np_type, np.floating):
+        return np_type
+    limit = float(np.finfo(np_type).max)
+
+    def convert(value: Any) -> Any:
+        if -limit <= value <= limit:
+            return np_type(value)
+        with ignore_fp_errors():  # (NaN, infinities, out of range: as the cast gives)
+            return np_type(value)
+    return convert
 
 
 # ``ignore_fp_errors`` without its method calls, for generated code (launch plans):

@@ -713,3 +713,26 @@ def test_an_output_view_that_overlaps_itself_is_refused():
     copy_2d(src[:4, :2].copy(), apart, M=4, N=2)
     np.testing.assert_array_equal(apart, src[:4, :2])
     copy_2d(src.T.copy(), np.zeros((8, 4), np.float32).T.T, M=8, N=4)  # plain layouts pass
+
+
+@dsl.jit
+def scaled_copy(x, out, scale, N: dsl.constexpr):
+    i = dsl.arange(0, N)
+    dsl.store(out, i, dsl.load(x, i) * scale)
+
+
+def test_a_float_argument_past_float32_converts_to_infinity_without_a_warning():
+    """``1e300`` for a float32 parameter is infinity, as the cast gives, but NumPy's
+    "overflow encountered in cast" warning leaked from the launch caches (found in
+    session 19); every launch path converts it quietly."""
+    import warnings
+
+    x = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for scale in (1e300, -1e300, 2.0, 1e300, 1e300, 1e300):  # the cached paths too
+            out = np.zeros(4, np.float32)
+            scaled_copy[(1,)](x, out, scale, N=4)
+            as_float32 = np.float32(scale) if abs(scale) < 1e38 else \
+                np.float32(np.copysign(np.inf, scale))
+            np.testing.assert_array_equal(out, x * as_float32)
