@@ -137,6 +137,8 @@ def hot_launcher(replay: Replay, args: tuple[Any, ...], kwargs: dict[str, Any], 
             lines.append(f"    if {name}.storage_offset() != 0 or "
                          f"{name}.untyped_storage().nbytes() != c{i}.nbytes:")
             lines.append(f"        c{i} = T{i}.buffer_of({name})")
+    for position in replay.written_torch:  # a leaf requiring grad: the full path refuses it
+        fail_if(f"{names[position]}.requires_grad and {names[position]}.is_leaf")
     for i, end in replay.reaches:
         fail_if(f"{buffers[i]}.shape[0] < {end}")
     for s, i in replay.pairs:

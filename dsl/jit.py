@@ -65,6 +65,7 @@ from dsl.views import (
     DeviceTensorView,
     TensorView,
     bind_view,
+    grad_leaf,
     is_torch_tensor,
     mark_written,
     partially_overlaps,
@@ -523,6 +524,13 @@ class JITFunction(InlinableKernel):
         self._recipes[key] = recipe
         return recipe
 
+    def grad_leaf_error(self, stored: str) -> DSLLaunchError:
+        """The error for a stored torch leaf tensor that requires grad."""
+        return self._def_error(
+            f"argument {stored!r} is stored to but is a torch leaf tensor that requires "
+            "grad, which torch lets nothing write in place (its gradient would be taken "
+            "through the values the write replaced); pass a tensor without requires_grad")
+
     def overlap_error(self, stored: str, other: str) -> DSLLaunchError:
         """The error for a stored tensor that partially overlaps another argument."""
         return self._def_error(
@@ -570,6 +578,8 @@ class JITFunction(InlinableKernel):
                 if value.is_broadcast:
                     raise self._def_error(f"argument {name!r} is stored to but is a broadcast "
                                           f"view (strides {list(value.strides)})")
+                if grad_leaf(binding.torch_tensors.get(name)):
+                    raise self.grad_leaf_error(name)
                 if value.overlaps_itself():
                     raise self._def_error(
                         f"argument {name!r} is stored to but its view overlaps itself (shape "

@@ -39,6 +39,7 @@ from dsl.numerics import scalar_converter
 from dsl.views import (
     TensorView,
     as_view,
+    grad_leaf,
     is_torch_tensor,
     mark_written,
     partially_overlaps,
@@ -258,6 +259,9 @@ class Replay:
                 continue  # two arrays that each own their memory
             if np.may_share_memory(buffers[s], buffers[i]):
                 return False
+        for position in self.written_torch:
+            if grad_leaf(values[position]):
+                return False  # the full path refuses it
         self.plan.run(self.scalar_values(values), [buffers[i] for i in self.picks])
         for position in self.written_torch:  # autograd sees the writes
             mark_written(values[position])
@@ -359,6 +363,8 @@ class LaunchRecipe:
         for t in self.tensors:
             if not t.stored:
                 continue
+            if t.torch and grad_leaf(values[t.position]):
+                raise kernel.grad_leaf_error(t.name)
             for other in self.tensors:
                 if other is not t and partially_overlaps(bound[t.name].view,
                                                          bound[other.name].view):

@@ -204,6 +204,13 @@ def _strided(view: TensorView) -> np.ndarray:
         strides=tuple(s * view.buffer.itemsize for s in view.strides), writeable=False)
 
 
+def grad_leaf(obj: Any) -> bool:
+    """True for a torch leaf tensor that requires grad: torch refuses to write one in
+    place (its gradient would be taken through values the write replaced), and so
+    does a launch that stores to it."""
+    return is_torch_tensor(obj) and obj.requires_grad and obj.is_leaf
+
+
 def mark_written(obj: Any) -> Any:
     """Tell autograd that a torch tensor was written in place: its version counter
     moves, so a backward through a saved use of it raises "modified by an inplace

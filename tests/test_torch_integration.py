@@ -132,3 +132,28 @@ def test_invalid_arguments_raise_aclnn_errors(torch, ot):
     with pytest.raises(AclnnError) as info:
         ot.binary_cross_entropy_with_logits(x, torch.rand(3, 2))
     assert info.value.status == 161002
+
+
+def test_a_leaf_tensor_that_requires_grad_is_refused_as_an_output(torch):
+    """torch refuses to write a leaf that requires grad in place; a launch stored into
+    one (found in session 19), on every launch path: the first call, and after a
+    plain tensor made the launch cached (recipe, replay, hot launcher)."""
+    import dsl
+    from test_launch_plan import scaled_copy
+
+    x = torch.arange(4, dtype=torch.float32)
+    leaf = torch.zeros(4, requires_grad=True)
+    with pytest.raises(dsl.DSLLaunchError, match="'out' is stored to but is a torch leaf "
+                                                 "tensor that requires grad"):
+        scaled_copy[(1,)](x, leaf, 2.0, N=4)
+    for _ in range(4):  # the cached paths
+        plain = torch.zeros(4)
+        scaled_copy[(1,)](x, plain, 2.0, N=4)
+        assert plain.tolist() == [0.0, 2.0, 4.0, 6.0]
+        with pytest.raises(dsl.DSLLaunchError, match="requires grad"):
+            scaled_copy[(1,)](x, leaf, 2.0, N=4)
+    assert not leaf.detach().any()
+    inner = torch.zeros(4, requires_grad=True) * 1.0  # not a leaf: written, autograd told
+    with torch.no_grad():
+        scaled_copy[(1,)](x, inner, 2.0, N=4)
+    assert inner.tolist() == [0.0, 2.0, 4.0, 6.0]
