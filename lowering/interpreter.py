@@ -66,6 +66,7 @@ from dsl.numerics import (
 from dsl.numerics import dot as dot_product
 from dsl.opdefs import COMBINES, OPS, Effect
 from dsl.options import Options
+from dsl.views import same_elements
 from lowering import workers
 from lowering.buffers import borrow, give_back, scratch
 from lowering.lanes import (
@@ -159,6 +160,16 @@ class Frame:
         return self.pid.shape[0]
 
 
+def _alias_names(tensors: dict[str, BoundTensor]) -> dict[str, str]:
+    """Each tensor argument's name mapped to the first argument's name that views the
+    same elements (itself when none does)."""
+    names: dict[str, str] = {}
+    for name, tensor in tensors.items():
+        names[name] = next((first for first in names if names[first] == first and
+                            same_elements(tensors[first].view, tensor.view)), name)
+    return names
+
+
 def _extent(op: Op, tensor: BoundTensor) -> int:
     """The index range an access is checked against: the view's elements for a
     logical index, the memory the view spans (its buffer) for a pointer."""
@@ -197,8 +208,11 @@ class Interpreter:
         # the full race check: per stored tensor, which program wrote (and read) each
         # element in this launch (-1: nobody, -2: several programs read it)
         self.full_race = options.race_check == "full"
-        self.writers: dict[str, np.ndarray] = {}
-        self.readers: dict[str, np.ndarray] = {}
+        self.writers: dict[tuple[str, bool], np.ndarray] = {}
+        self.readers: dict[tuple[str, bool], np.ndarray] = {}
+        # the full check tracks one tensor passed as several arguments (``x is out``:
+        # exact aliases, partial overlaps being refused) as one, by its first name
+        self.tracked_as = _alias_names(launch.tensors) if self.full_race else {}
         self.fn: Function = launch.function
         facts = _facts(self.fn)
         # Iterations and programs are independent unless the kernel reads what it writes.
@@ -231,6 +245,7 @@ class Interpreter:
         # full check finds late is undone too
         self.may_fail = may_fail = facts.may_fail or self.full_race
         self.stored = facts.stored
+        self.stored_memory = {self.tracked_as.get(name, name) for name in facts.stored}
         self.journal = StoreJournal("direct" if self.index_slice is not None and not may_fail
                                     else "deferred" if self.independent else "undo")
         self.only: set[int] | None = None  # during the pre-pass: the ops to run
@@ -913,7 +928,8 @@ class Interpreter:
         check_bounds(self._site(op), index, mask, frame.pid)
         if self.checking and id(op) not in self.data_loads:
             return  # (a data load's value decides other indices: the pre-pass loads it)
-        if self.full_race and op.tensor in self.stored and not self.checking:
+        if self.full_race and not self.checking and \
+                self.tracked_as.get(op.tensor, op.tensor) in self.stored_memory:
             self._track(op, frame, index, mask, write=False)
         offset = frame.get(op.offset)
         other = frame.get(op.other) if op.other is not None else None
@@ -1023,8 +1039,10 @@ class Interpreter:
         program = np.broadcast_to(program.reshape((-1,) + (1,) * (len(shape) - 1)), shape)
         where, who = idx[active].astype(np.int64), program[active]
         numel = _extent(op, self.launch.tensors[op.tensor])
-        writers = self.writers.setdefault(op.tensor, np.full(numel, -1, np.int64))
-        readers = self.readers.setdefault(op.tensor, np.full(numel, -1, np.int64))
+        # (a pointer access counts buffer elements, a logical one view elements)
+        key = (self.tracked_as.get(op.tensor, op.tensor), bool(op.attrs.get("pointer")))
+        writers = self.writers.setdefault(key, np.full(numel, -1, np.int64))
+        readers = self.readers.setdefault(key, np.full(numel, -1, np.int64))
         previous, seen = writers[where], readers[where]
         clash = (previous != -1) & (previous != who)
         if write:

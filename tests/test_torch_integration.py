@@ -138,8 +138,9 @@ def test_a_leaf_tensor_that_requires_grad_is_refused_as_an_output(torch):
     """torch refuses to write a leaf that requires grad in place; a launch stored into
     one (found in session 19), on every launch path: the first call, and after a
     plain tensor made the launch cached (recipe, replay, hot launcher)."""
-    import dsl
     from test_launch_plan import scaled_copy
+
+    import dsl
 
     x = torch.arange(4, dtype=torch.float32)
     leaf = torch.zeros(4, requires_grad=True)
