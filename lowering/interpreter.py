@@ -272,7 +272,11 @@ class Interpreter:
     def chunk_elements(self) -> int:
         # The pre-pass mostly handles lazy index blocks: take bigger batches, unless it
         # loads index data that would then take more memory than a chunk of the run.
-        big = self.checking and (not self.data_loads or self.small_data_loads)
+        # A run that decides races by the stored values (the pre-pass found lanes of a
+        # store clashing) takes the pre-pass's batches too: the race check compares
+        # the lanes of one batch, so lanes the pre-pass saw together must meet again.
+        big = (self.checking and (not self.data_loads or self.small_data_loads)) or \
+            self.race_by_value
         return CHUNK_ELEMENTS * 16 if big else CHUNK_ELEMENTS
 
     # -- entry

@@ -772,3 +772,28 @@ def test_the_full_race_check_sees_one_tensor_passed_under_two_names(monkeypatch)
     out = np.zeros(16, np.float32)
     read_ahead[(2,)](buf, out, 16, BLOCK=8)  # apart: no race
     np.testing.assert_array_equal(out, np.append(2 * buf[1:], 0.0))
+
+
+@dsl.jit
+def last_program_rewrites_the_first_block(x, out, n, BLOCK: dsl.constexpr):
+    pid = dsl.program_id(0)
+    i = pid * BLOCK + dsl.arange(0, BLOCK)
+    target = dsl.where(pid == dsl.num_programs(0) - 1, i - pid * BLOCK, i)
+    dsl.store(out, target, dsl.load(x, i) + 1.0, target < n)
+
+
+def test_a_race_between_programs_more_than_a_chunk_apart_is_found():
+    """The race check compares the lanes of one store within a batch of rows; when the
+    pre-pass found lanes clashing and left the verdict to the stored values, the run
+    compared them in its own, 16 times smaller batches, so two programs more than
+    2**21 elements apart passed unseen (found in session 19 at 6M elements). The run
+    now takes the pre-pass's batches."""
+    block = 1024
+    n = 3 * interpreter.CHUNK_ELEMENTS  # three of the run's chunks
+    x, out = np.arange(n, dtype=np.float32), np.zeros(n, np.float32)
+    with pytest.raises(dsl.DataRaceError, match="two lanes store element 0 of tensor 'out'"):
+        last_program_rewrites_the_first_block[(n // block,)](x, out, n, BLOCK=block)
+    assert not out.any()
+    x[:block] = x[-block:]  # the same bits from both programs: not a race
+    last_program_rewrites_the_first_block[(n // block,)](x, out, n, BLOCK=block)
+    np.testing.assert_array_equal(out[:-block], x[:-block] + 1)
