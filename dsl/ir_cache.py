@@ -339,25 +339,19 @@ def _reader(fn: Callable[..., Any], path: tuple[str, ...]) -> Callable[[], Any] 
     root = cell.cell_contents if cell is not None else scope[name]
     if isinstance(root, types.ModuleType) and root.__name__.split(".")[0] in _NAMED_MODULES:
         return None
-    if cell is not None:
-        def read() -> Any:
+
+    def read() -> Any:
+        if cell is None:
+            obj = scope.get(name, _ABSENT)
+        else:
             try:
                 obj = cell.cell_contents
-            except ValueError:
+            except ValueError:  # emptied
                 return _ABSENT
-            for attr in attrs:
-                obj = getattr(obj, attr, _ABSENT)
-            return obj
-        return read
-    if not attrs:
-        return lambda: scope.get(name, _ABSENT)
-
-    def read_chain() -> Any:
-        obj = scope.get(name, _ABSENT)
         for attr in attrs:
             obj = getattr(obj, attr, _ABSENT)
         return obj
-    return read_chain
+    return read
 
 
 def _owner(src: KernelSource, chain: tuple) -> KernelSource | None:

@@ -24,6 +24,7 @@ to:
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import sys
 from collections.abc import Callable, Hashable
@@ -65,6 +66,7 @@ class ignore_fp_errors:
             _FP_STATE.reset(self._token)
 
 
+@functools.cache  # (one per NumPy type: a launch asks per scalar parameter)
 def scalar_converter(np_type: type) -> Callable[[Any], Any]:
     """How a launch converts a scalar argument to its parameter's NumPy type: the type
     itself, except that a float type takes a value past its range as the cast does (an

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dsl.errors import DSLError, SourceLoc
 from dsl.ir import Function
@@ -204,15 +204,8 @@ def lower(fn: Function, target: Target, root: Path | None = None,
     # The static liveness estimate is not (0.1x to 5x off on 2-D tiles): bishengir
     # decides, and an overflow it reports becomes the same clean error.
     try:
-        try:
-            kernel, path, (ttir, linalg, hivm) = _generate_and_compile(fn, False, target,
-                                                                        stages, root)
-        except LoweringError as err:
-            if OFFSETS_REFUSED not in str(err):
-                raise
-            # masked-off lanes below offset 0: again, with those offsets guarded
-            kernel, path, (ttir, linalg, hivm) = _generate_and_compile(fn, True, target,
-                                                                        stages, root)
+        kernel, path, (ttir, linalg, hivm) = retry_with_guarded_offsets(
+            lambda guarded: _generate_and_compile(fn, guarded, target, stages, root))
     except LoweringError as err:
         overflow = ub.reported_overflow(str(err))
         if overflow is None:
@@ -230,6 +223,22 @@ def lower(fn: Function, target: Target, root: Path | None = None,
                              {"ub_estimate_kind": "compiled", "ub_static_estimate": estimate})
     return LoweredKernel(fn.name, target, kernel, ttir, linalg, hivm, stages, estimate, measured,
                          capacity, path, {"ub_estimate_kind": "calibrated"})
+
+
+T = TypeVar("T")
+
+
+def retry_with_guarded_offsets(attempt: Callable[[bool], T]) -> T:
+    """``attempt(False)``, compiling the kernel as generated; after triton-ascend's
+    refusal of offsets below 0 in masked-off lanes (``OFFSETS_REFUSED``),
+    ``attempt(True)``, compiling it generated with those offsets guarded
+    (``generate(masked_offsets_guarded=True)``)."""
+    try:
+        return attempt(False)
+    except LoweringError as err:
+        if OFFSETS_REFUSED not in str(err):
+            raise
+        return attempt(True)
 
 
 def _generate_and_compile(fn: Function, masked_offsets_guarded: bool, target: Any,

@@ -59,13 +59,14 @@ from lowering.compiler import (
     check_linalg,
     compile_triton,
     import_kernel,
+    retry_with_guarded_offsets,
     toolchain,
     toolchain_versions,
     write_source,
 )
 from lowering.interpreter import Interpreter, checks_at_run_time
 from lowering.toolrun import LoweringError, failure_text, run_tool, workdir
-from lowering.triton_codegen import OFFSETS_REFUSED, GeneratedKernel, generate
+from lowering.triton_codegen import GeneratedKernel, generate
 
 if TYPE_CHECKING:
     from dsl.jit import Launch
@@ -572,14 +573,9 @@ def run(launch: Launch, options: Options | None = None, route: int = 1) -> None:
     kernel = _LOADED.get(key)
     if kernel is None:
         compile_route = compile_cpu if route == 1 else compile_hfusion_route
-        try:
-            kernel = compile_route(generated, options=options)
-        except LoweringError as err:
-            if OFFSETS_REFUSED not in str(err):
-                raise
-            # masked-off lanes below offset 0: again, with those offsets guarded
-            kernel = compile_route(generate(launch.function, tree_sums=True,
-                                            masked_offsets_guarded=True), options=options)
+        kernel = retry_with_guarded_offsets(lambda guarded: compile_route(
+            generate(launch.function, tree_sums=True, masked_offsets_guarded=True)
+            if guarded else generated, options=options))
         _LOADED[key] = kernel
     fn = kernel.function()
     arguments: list[Any] = [0] if route == 2 else []  # route 2: the FFTS base address
