@@ -26,7 +26,11 @@ Promotion rules (Triton's, numbered; messages refer to them):
    operand's dtype is an error, a negative one against an unsigned operand too). A
    scalar of higher kind first takes a dtype of its kind, as Triton types literals
    (int32, else uint32, else int64, else uint64 -- so ``2654435769`` is uint32;
-   float32), then rules 1-3 apply: ``i32 * 0.5 -> float32``.
+   float32, but float64 for a finite non-zero value beyond float32's normal range,
+   ``1e39`` or ``1e-40``), then rules 1-3 apply: ``i32 * 0.5 -> float32``. In a
+   Triton kernel ``maximum``/``minimum``/``clamp`` type their scalars that way first
+   and then promote them like tensors, as Triton does: ``maximum(x_int8, 0)`` is int32.
+   A scalar zero is +0.0 whatever its sign, as in Triton: ``x * -0.0`` is ``x * 0.0``.
 6. Two Python scalars are combined in Python at compile time (constexpr folding).
 7. Comparisons promote by rules 1-5 and give int1. ``//``, ``&``, ``|``, ``^`` and
    ``~`` need integer or int1 operands.
@@ -132,8 +136,18 @@ def scalar_dtype(value: PyScalar) -> DType:
                 return dtype
         raise OverflowError(f"integer {value} does not fit 64 bits")
     if isinstance(value, float):
-        return dt.float32
+        # Triton's to_tensor: a finite non-zero value outside float32's normal range
+        # (above its largest value or below 2**-126 in magnitude) is float64
+        magnitude = math.fabs(value)
+        if magnitude == 0.0 or not math.isfinite(magnitude) or \
+                _FLOAT32_NORMAL_MIN <= magnitude <= _FLOAT32_MAX:
+            return dt.float32
+        return dt.float64
     raise TypeError(f"not a numeric scalar: {value!r}")
+
+
+_FLOAT32_NORMAL_MIN = 2.0 ** -126
+_FLOAT32_MAX = (2 - 2.0 ** -23) * 2.0 ** 127
 
 
 def _fits(value: int, dtype: DType) -> bool:
@@ -229,7 +243,9 @@ def constant(b: Builder, value: PyScalar, dtype: DType, shape: tuple[int, ...] =
             raise b.error(f"constant {value} does not fit {dtype.name}")
         value = int(value)
     else:
-        value = float(value)
+        # a Python zero is +0.0 whatever its sign, as in Triton (semantic.full makes every
+        # scalar equal to 0 the type's null value), so -0.0 written in a kernel is +0.0
+        value = float(value) or 0.0
     return b.emit("const", [], [Type(dtype, shape)], attrs={"value": value}).result
 
 
@@ -396,11 +412,24 @@ def clamp(b: Builder, x: Operand, lo: Operand, hi: Operand, propagate_nan: Any =
     (maxNum/minNum: a NaN ``x`` gives ``hi``; ``lo > hi`` gives ``lo``). With
     ``propagate_nan`` ALL both steps propagate a NaN (triton-ascend's
     minimumf/maximumf): a NaN in ``x``, ``lo`` or ``hi`` gives NaN."""
+    if b.triton_rules:  # every operand typed and promoted, as Triton's clamp does
+        x, lo, hi = (_triton_tensor(b, o) for o in (x, lo, hi))
+        common = promote(promote(x.dtype, lo.dtype), hi.dtype)
+        x, lo, hi = (cast(b, o, common) for o in (x, lo, hi))
     v = as_value(b, x)
     if not v.dtype.is_float:
         raise b.error(f"clamp() needs a floating-point operand, got {v.dtype.name}")
     return extremum(b, "maximum", extremum(b, "minimum", v, hi, propagate_nan), lo,
                     propagate_nan)
+
+
+def _triton_tensor(b: Builder, x: Operand) -> Value:
+    """``x`` as Triton's ``maximum``/``minimum``/``clamp`` take it: a Python scalar
+    becomes a tensor of its own dtype (int32, float32, ...: rule 5's literal types)
+    that takes part in promotion, so ``maximum(x_int8, 0)`` is int32 and
+    ``maximum(x_fp16, 0.0)`` float32; a bfloat16 operand becomes float32."""
+    v = as_value(b, x)
+    return cast(b, v, dt.float32) if v.dtype == dt.bfloat16 else v
 
 
 def cdiv(b: Builder, x: Operand, div: Operand) -> Operand:
@@ -427,11 +456,11 @@ def cdiv(b: Builder, x: Operand, div: Operand) -> Operand:
 def extremum(b: Builder, op: str, x: Operand, y: Operand, propagate_nan: Any) -> Value:
     """``maximum``/``minimum``; with ``propagate_nan`` ALL (any non-zero policy) a NaN
     operand gives NaN: ``where(x != x | y != y, x + y, maxNum(x, y))``. In a Triton
-    kernel a bfloat16 operand is promoted to float32 first, as Triton's
-    ``maximum``/``minimum``/``clamp`` do (so the result is float32)."""
+    kernel the operands are taken as Triton's ``maximum``/``minimum``/``clamp`` take
+    them (``_triton_tensor``: a Python scalar is typed on its own, a bfloat16 operand
+    becomes float32)."""
     if b.triton_rules:
-        x, y = (cast(b, o, dt.float32) if isinstance(o, Value) and o.dtype == dt.bfloat16
-                else o for o in (x, y))
+        x, y = _triton_tensor(b, x), _triton_tensor(b, y)
     result = binary(b, op, x, y)
     if not propagate_nan or not result.dtype.is_float:
         return result

@@ -24,6 +24,7 @@ The output is deterministic: the same IR gives the same text.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -65,6 +66,10 @@ def _literal(value: object) -> str:
         if value in (float("inf"), float("-inf")):
             return f'float("{value}")'
     return repr(value)
+
+
+def _is_negative_zero(value: object) -> bool:
+    return isinstance(value, float) and value == 0.0 and math.copysign(1.0, value) < 0
 
 
 def _shape(shape: tuple[int, ...]) -> str:
@@ -294,6 +299,12 @@ class _Emitter:
         shape = op.result.shape
         expr = f"tl.full({_shape(shape)}, {value}, {dtype})" if shape else \
             f"tl.cast({value}, {dtype})"
+        if _is_negative_zero(op.attrs["value"]):
+            # Triton makes every scalar equal to 0 a +0.0 constant; a -0.0 folded from
+            # constants is written as its bits
+            bits = op.result.dtype.bits
+            expr = f"tl.full({_shape(shape)}, {-(1 << (bits - 1))}, tl.int{bits})" \
+                f".to({dtype}, bitcast=True)"
         self.emit(f"{self.define(op.result)} = {expr}", indent, op.loc)
 
     def op_arange(self, op: Op, indent: int) -> None:

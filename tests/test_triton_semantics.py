@@ -979,3 +979,102 @@ def test_expand_dims_refuses_an_axis_out_of_range():
 
     with pytest.raises(dsl.DSLCompileError, match="name one axis twice"):
         dsl.from_triton(twice)[(1,)](x, out)
+
+
+# ----------------------------------------------------------------------------- scalar typing
+# Found in session 20 by a random-program differential fuzzer against Triton's interpreter.
+
+
+@triton.jit
+def extremes_of_scalars(i8_ptr, h_ptr, u_ptr, o_ptr, o16_ptr, ou_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    relu_int = tl.maximum(tl.load(i8_ptr + offs), 0)  # int32 in Triton: the 0 is a tensor
+    tl.static_assert(relu_int.dtype == tl.int32)
+    tl.store(o_ptr + offs, relu_int * 2)
+    relu = tl.maximum(tl.load(h_ptr + offs), 0.0)  # float32 in Triton
+    tl.static_assert(relu.dtype == tl.float32)
+    clamped = tl.clamp(tl.load(h_ptr + offs), 0.0, 60000.0)
+    tl.static_assert(clamped.dtype == tl.float32)
+    tl.store(o16_ptr + offs, relu * 4.0 + clamped * 2.0)
+    tl.store(ou_ptr + offs, tl.minimum(tl.load(u_ptr + offs), -128))  # -128 as uint32
+
+
+def test_maximum_minimum_clamp_type_python_scalars_as_tensors_as_triton():
+    """Triton's ``maximum``/``minimum``/``clamp`` make a Python scalar a tensor of its
+    own dtype first, so it takes part in promotion: ``maximum(x_int8, 0)`` is int32 and
+    ``maximum(x_fp16, 0.0)`` float32. Here they kept int8 / float16, so ``* 2`` wrapped
+    (200 -> -56) and ``* 4.0`` overflowed to inf; ``minimum(x_uint32, -128)`` was
+    refused ("-128 does not fit uint32"), where Triton wraps it to 2**32 - 128."""
+    i8 = np.array([100, -5, 127, 3], np.int8)
+    h = np.array([60000, -1, 2, 30000], np.float16)
+    u = np.array([5, 2**32 - 1, 2**32 - 200, 0], np.uint32)
+    out, out16, outu = np.zeros(4, np.int32), np.zeros(4, np.float32), np.zeros(4, np.uint32)
+    dsl.from_triton(extremes_of_scalars)[(1,)](i8, h, u, out, out16, outu, N=4)
+    np.testing.assert_array_equal(out, np.maximum(i8.astype(np.int64), 0) * 2)
+    h64 = h.astype(np.float64)
+    np.testing.assert_array_equal(out16, np.maximum(h64, 0) * 4 + np.clip(h64, 0, 60000) * 2)
+    np.testing.assert_array_equal(outu, np.minimum(u, np.uint32(2**32 - 128)))
+
+
+def test_maximum_of_python_scalars_compiled_cpu_bit_exact(cpu_toolchain):
+    i8 = np.array([100, -5, 127, 3], np.int8)
+    h = np.array([60000, -1, 2, 30000], np.float16)
+    u = np.array([5, 2**32 - 1, 2**32 - 200, 0], np.uint32)
+    differential(dsl.from_triton(extremes_of_scalars),
+                 (i8, h, u, np.zeros(4, np.int32), np.zeros(4, np.float32),
+                  np.zeros(4, np.uint32)), {"N": 4}, grid=(1,))
+
+
+@triton.jit
+def negative_zero_scalars(x_ptr, o_ptr, N: tl.constexpr, Z: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(o_ptr + offs, 1.0 / (x * -0.0))  # x * +0.0 in Triton
+    tl.store(o_ptr + N + offs, 1.0 / tl.full((N,), Z, tl.float32))  # +0.0 too
+    folded = tl.full((N,), -1.0, tl.float32) * 0.0  # a computed -0.0 keeps its sign
+    tl.store(o_ptr + 2 * N + offs, 1.0 / folded + x * 0)
+
+
+def test_a_python_negative_zero_is_positive_zero_as_in_triton():
+    """Triton makes every Python scalar equal to 0 the type's null value, +0.0
+    (``semantic.full``): ``x * -0.0`` is ``x * +0.0`` and ``tl.full(shape, -0.0)``
+    is +0.0. Here -0.0 kept its sign, so ``1 / (x * -0.0)`` had the opposite infinity;
+    compiled-CPU mode (through Triton's front end) gave Triton's answer. A -0.0
+    computed from constants is a real -0.0 in Triton too (MLIR folds it)."""
+    x = np.array([1, 2, -1, 3], np.float32)
+    out = np.zeros(12, np.float32)
+    dsl.from_triton(negative_zero_scalars)[(1,)](x, out, N=4, Z=-0.0)
+    np.testing.assert_array_equal(out[:4], np.copysign(np.inf, x))
+    np.testing.assert_array_equal(out[4:8], np.full(4, np.inf, np.float32))
+    np.testing.assert_array_equal(out[8:], np.full(4, -np.inf, np.float32))
+
+
+def test_negative_zero_scalars_compiled_cpu_bit_exact(cpu_toolchain):
+    """The generated Triton spells a folded -0.0 constant by its bits (a -0.0 literal
+    would be +0.0 there)."""
+    x = np.array([1, 2, -1, 3], np.float32)
+    differential(dsl.from_triton(negative_zero_scalars), (x, np.zeros(12, np.float32)),
+                 {"N": 4, "Z": -0.0}, grid=(1,))
+
+
+@triton.jit
+def huge_literal(x_ptr, o_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    y = tl.load(x_ptr + offs) + 1e39  # float64 in Triton: beyond float32's range
+    tl.static_assert(y.dtype == tl.float64)
+    tl.store(o_ptr + offs, y - 1e39)
+    tiny = tl.load(x_ptr + offs).to(tl.float32) * 1e-40  # against float32: weak, float32
+    tl.static_assert((tl.load(x_ptr + offs) * 1e-40).dtype == tl.float64)
+    tl.static_assert(tiny.dtype == tl.float32)
+    tl.store(o_ptr + N + offs, tl.full((N,), 1e-300, tl.float64) * 0 + tiny)
+
+
+def test_a_float_literal_beyond_float32_is_float64_as_in_triton():
+    """Triton types a Python float above float32's largest value or below 2**-126 in
+    magnitude as float64 (``semantic.to_tensor``); here every float literal was
+    float32, so ``x_int32 + 1e39`` became inf and ``(x + 1e39) - 1e39`` NaN."""
+    x = np.array([1, 2, 3, 4], np.int32)
+    out = np.zeros(8, np.float64)
+    dsl.from_triton(huge_literal)[(1,)](x, out, N=4)
+    np.testing.assert_array_equal(out[:4], (x + 1e39) - 1e39)
+    np.testing.assert_array_equal(out[4:], (x.astype(np.float32) * np.float32(1e-40)))
