@@ -137,8 +137,11 @@ def hot_launcher(replay: Replay, args: tuple[Any, ...], kwargs: dict[str, Any], 
             lines.append(f"    if {name}.storage_offset() != 0 or "
                          f"{name}.untyped_storage().nbytes() != c{i}.nbytes:")
             lines.append(f"        c{i} = T{i}.buffer_of({name})")
-    for position in replay.written_torch:  # a leaf requiring grad: the full path refuses it
-        fail_if(f"{names[position]}.requires_grad and {names[position]}.is_leaf")
+    if replay.written_torch:  # a leaf requiring grad in grad mode: the full path refuses it
+        constants["grad_enabled"] = sys.modules["torch"].is_grad_enabled
+    for position in replay.written_torch:
+        fail_if(f"{names[position]}.requires_grad and {names[position]}.is_leaf "
+                "and grad_enabled()")
     for i, end in replay.reaches:
         fail_if(f"{buffers[i]}.shape[0] < {end}")
     for s, i in replay.pairs:

@@ -10,6 +10,7 @@ broadcast to a kernel's iteration shape without copying.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from math import prod
 from typing import Any
@@ -205,10 +206,13 @@ def _strided(view: TensorView) -> np.ndarray:
 
 
 def grad_leaf(obj: Any) -> bool:
-    """True for a torch leaf tensor that requires grad: torch refuses to write one in
-    place (its gradient would be taken through values the write replaced), and so
-    does a launch that stores to it."""
-    return is_torch_tensor(obj) and obj.requires_grad and obj.is_leaf
+    """True for a torch leaf tensor that requires grad while grad mode is on: torch
+    refuses to write one in place then (its gradient would be taken through values the
+    write replaced), and so does a launch that stores to it. Under ``torch.no_grad()``
+    and in an ``autograd.Function``'s backward torch allows the write, and so does a
+    launch (Liger-Kernel's backward kernels write gradients into saved inputs)."""
+    return is_torch_tensor(obj) and obj.requires_grad and obj.is_leaf and \
+        sys.modules["torch"].is_grad_enabled()
 
 
 def mark_written(obj: Any) -> Any:

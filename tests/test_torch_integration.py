@@ -158,3 +158,34 @@ def test_a_leaf_tensor_that_requires_grad_is_refused_as_an_output(torch):
     with torch.no_grad():
         scaled_copy[(1,)](x, inner, 2.0, N=4)
     assert inner.tolist() == [0.0, 2.0, 4.0, 6.0]
+
+
+def test_a_leaf_tensor_that_requires_grad_is_written_with_grad_mode_off(torch):
+    """Under ``torch.no_grad()`` and in an ``autograd.Function``'s backward torch writes
+    a leaf that requires grad in place, and so does a launch, on every launch path
+    (found in session 20: Liger-Kernel's swiglu/geglu backward kernels write gradients
+    into the saved inputs, and the refusal stopped them)."""
+    from test_launch_plan import scaled_copy
+
+    x = torch.arange(4, dtype=torch.float32)
+    leaf = torch.zeros(4, requires_grad=True)
+    for scale in range(1, 6):  # the first call, then the cached paths
+        with torch.no_grad():
+            scaled_copy[(1,)](x, leaf, float(scale), N=4)
+        assert leaf.tolist() == [0.0, scale, 2.0 * scale, 3.0 * scale]
+
+    class Doubled(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            (saved,) = ctx.saved_tensors  # the leaf itself
+            scaled_copy[(1,)](grad, saved, 2.0, N=4)  # its buffer reused for the result
+            return saved
+
+    a = torch.ones(4, requires_grad=True)
+    Doubled.apply(a).sum().backward()
+    assert a.grad.tolist() == [2.0] * 4
