@@ -619,9 +619,12 @@ class Interpreter:
 
     def _reusable(self, op: Op, frame: Frame, arrays: list[np.ndarray]) -> np.ndarray | None:
         """An operand buffer this op may overwrite: allocated by this frame, dying
-        here, and already of the result's shape and dtype."""
+        here, and already of the result's shape and dtype. None while stores are
+        queued by reference (deferred mode): a stored value, or a view of one, may
+        be an operand that dies later, and writing over it would change the queued
+        store (a block stored in each unrolled trip stored its last trip's values)."""
         dying = self.dying.get(id(op))
-        if not dying:
+        if not dying or self.journal.mode == "deferred":
             return None
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
         for value, array in zip(op.operands, arrays):

@@ -1078,3 +1078,27 @@ def test_a_float_literal_beyond_float32_is_float64_as_in_triton():
     dsl.from_triton(huge_literal)[(1,)](x, out, N=4)
     np.testing.assert_array_equal(out[:4], (x + 1e39) - 1e39)
     np.testing.assert_array_equal(out[4:], (x.astype(np.float32) * np.float32(1e-40)))
+
+
+@triton.jit
+def stores_each_unrolled_trip(s_ptr, o_ptr):
+    offs = tl.arange(0, 4)
+    a = offs + 1
+    s = tl.load(s_ptr)
+    if s < 1:  # runtime conditions: the launch's stores are queued until it ends
+        if s > 5:
+            a = a + 100
+        for i in tl.static_range(3):
+            a = a * 3
+            tl.store(o_ptr + i * 4 + offs, a)
+
+
+def test_a_block_stored_then_updated_keeps_the_stored_values():
+    """A launch whose stores are queued until it ends (accesses not proved in bounds
+    ahead) queues each stored block by reference; the update after a store reused the
+    stored block's memory in place, so every unrolled trip stored the last trip's
+    values ([27, 54, 81, 108] three times; found in session 20 by a fuzzer)."""
+    s, out = np.zeros(1, np.int32), np.zeros(12, np.int32)
+    dsl.from_triton(stores_each_unrolled_trip)[(1,)](s, out)
+    a = np.arange(1, 5)
+    np.testing.assert_array_equal(out.reshape(3, 4), [a * 3, a * 9, a * 27])
