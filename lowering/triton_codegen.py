@@ -496,13 +496,24 @@ class _Emitter:
         source, axis = op.source, op.attrs["axis"]
         shape = list(source.shape)
         partial, rank = self.name(source), len(shape)
-        strides = _shape((1,) * rank)
+        strides = _shape((1,) * (rank + 1))
         while shape[axis] > 1:
             shape[axis] //= 2
-            upper = [0] * rank
-            upper[axis] = shape[axis]
-            halves = [f"tl.extract_slice({partial}, {_shape(offsets)}, {_shape(tuple(shape))}, "
-                      f"{strides})" for offsets in ((0,) * rank, tuple(upper))]
+            # the halves are taken from a reshape that splits the axis in two (2, n/2):
+            # triton-ascend moves a slice of an elementwise result (a cast, a product)
+            # above that op, level after level, until the tree is one scalar op per
+            # element (a 1024-element bf16 sum compiled for 100 s); a reshape stops it
+            split = shape[:axis] + [2] + shape[axis:]
+            folded = self.temporary()
+            self.emit(f"{folded} = tl.reshape({partial}, {_shape(tuple(split))})", indent,
+                      op.loc)
+            sizes = split[:axis] + [1] + split[axis + 1:]
+            halves = []
+            for half in (0, 1):
+                offsets = [0] * (rank + 1)
+                offsets[axis] = half
+                halves.append(f"tl.reshape(tl.extract_slice({folded}, {_shape(tuple(offsets))}, "
+                              f"{_shape(tuple(sizes))}, {strides}), {_shape(tuple(shape))})")
             partial = self.temporary()
             self.emit(f"{partial} = {halves[0]} + {halves[1]}", indent, op.loc)
         if op.result.shape:

@@ -15,6 +15,7 @@ import pytest
 import dsl
 import ops
 from lowering import cpu, interpreter
+from lowering.triton_codegen import generate
 from ops.reduction import sum_partials_kernel
 
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)]
@@ -614,3 +615,35 @@ def test_a_check_that_fails_as_the_kernel_runs_leaves_outputs_untouched(cpu_tool
     with pytest.raises(dsl.DSLRuntimeError, match="value 9 is outside the bins"):
         stores_then_counts.launch(values, out, bins, BLOCK=16, grid=(1,), backend="interpreter")
     assert not out.any() and not bins.any()
+
+
+@dsl.jit
+def widened_sums(x, y, out, N: dsl.constexpr, R: dsl.constexpr, C: dsl.constexpr):
+    v = dsl.load(x, dsl.arange(0, N)).to(dsl.float32)
+    dsl.store(out, 0, dsl.sum(v * v, 0))
+    rows, cols = dsl.arange(0, R)[:, None], dsl.arange(0, C)[None, :]
+    m = dsl.load(y, rows * C + cols).to(dsl.float32)
+    dsl.store(out, 1 + dsl.arange(0, R), dsl.sum(m, 1))
+    dsl.store(out, 1 + R + dsl.arange(0, C), dsl.sum(m, 0))
+
+
+def test_a_tree_sum_of_a_cast_stays_a_tree_in_linalg(cpu_toolchain, tmp_path):
+    """triton-ascend moved each slice of the tree's halves above the elementwise op
+    that made the summed block (the bfloat16 -> float32 cast, a product), level after
+    level, until a 1024-element sum was 1024 one-element casts and 1023 one-element adds
+    (900 KB of Linalg, 26 s to compile; 100 s to over 600 s for Liger-Kernel's kernels;
+    found in session 20). The halves now come from a reshape, which stops that: the
+    Linalg stays small, and the sums keep their bits."""
+    rng = np.random.default_rng(20)
+    x = rng.standard_normal(1024).astype(ml_dtypes.bfloat16)
+    y = rng.standard_normal(64 * 16).astype(ml_dtypes.bfloat16)
+    args = (x, y, np.zeros(1 + 64 + 16, np.float32))
+    launch = widened_sums.prepare(args, {"N": 1024, "R": 64, "C": 16}, (1,))
+    compiled = cpu_toolchain.compile_cpu(generate(launch.function, tree_sums=True), tmp_path)
+    linalg = next(stage for stage in compiled.stages if stage.name == "linalg")
+    assert linalg.size < 100_000, f"{linalg.size} characters of Linalg"
+    differential(widened_sums, args, {"N": 1024, "R": 64, "C": 16}, grid=(1,))
+    widened_sums(*args, N=1024, R=64, C=16)
+    wide = y.astype(np.float64).reshape(64, 16)
+    np.testing.assert_allclose(args[2][1:65], wide.sum(1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(args[2][65:], wide.sum(0), rtol=1e-5, atol=1e-5)
