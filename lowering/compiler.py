@@ -168,12 +168,14 @@ def import_kernel(path: Path, name: str) -> Any:
 
 
 _LOC = re.compile(r'loc\("([^"]+)":(\d+):(\d+)\)')
+# an MLIR tool's diagnostic: "FILE:LINE:COL: error: ..."
+_DIAGNOSTIC = re.compile(r'^([^\s"]+\.py):(\d+):(\d+): (?:error|note|warning):', re.MULTILINE)
 
 
 def user_location(text: str, kernel: GeneratedKernel, path: Path) -> SourceLoc | None:
     """The user's source line for the first location in ``text`` that points into the
     generated file."""
-    for file, line, _col in _LOC.findall(text):
+    for file, line, _col in _LOC.findall(text) + _DIAGNOSTIC.findall(text):
         if Path(file).name == path.name:
             return kernel.line_map.get(int(line))
     match = re.search(r"\bat (\d+):(\d+):", text)  # Triton's CompilationError, from the def

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dsl import diskcache
-from dsl.errors import DSLError
+from dsl.errors import DSLError, SourceLoc
 from dsl.options import Options
 from dsl.targets import get_target
 from lowering import workers
@@ -62,6 +62,7 @@ from lowering.compiler import (
     retry_with_guarded_offsets,
     toolchain,
     toolchain_versions,
+    user_location,
     write_source,
 )
 from lowering.interpreter import Interpreter, checks_at_run_time
@@ -228,6 +229,10 @@ def _compile_cpu(generated: GeneratedKernel, root: Path, options: Options,
 
     path = write_source(generated, root)
     stages: list[StageReport] = []
+
+    def locate(text: str) -> SourceLoc | None:
+        return user_location(text, generated, path)
+
     # The Linalg stage reads NPU option keys the CPU options lack.
     front = TritonFrontEnd(
         import_kernel(path, generated.name), generated.signature, {},
@@ -237,7 +242,8 @@ def _compile_cpu(generated: GeneratedKernel, root: Path, options: Options,
                         "enable_linearize": False},
         # the Triton front end reads this option; the CPU options record lacks it
         option_defaults={"sanitize_overflow": False,
-                         "allowed_dot_input_precisions": ("ieee", "hf32")})
+                         "allowed_dot_input_precisions": ("ieee", "hf32")},
+        locate=locate)
     linalg = front.stage("linalg", "ttadapter", front.ttir())
     check_linalg(linalg)
     linalg = lower_hfusion_float_mods(lower_hfusion_histograms(linalg))

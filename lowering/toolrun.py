@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -23,6 +24,8 @@ from dsl.errors import DSLError, SourceLoc
 DEFAULT_TIMEOUT = 600.0
 _QUOTED = 4000  # characters of a tool's output quoted in an error
 _QUOTED_HEAD = 1500  # of those, from its start (an assertion's text comes first)
+# where LLVM's crash handler starts (its request for a bug report, then "Stack dump:")
+_STACK_DUMP = re.compile(r"^(PLEASE submit a bug report[^\n]*\n)?Stack dump:", re.MULTILINE)
 
 
 # Toolchain failures whose text does not say what in the kernel causes them: the
@@ -32,6 +35,11 @@ KNOWN_FAILURES = {
         "triton-ascend cannot lower an access whose pointers repeat one address along an "
         "axis (a zero stride, such as `+ rn[None, :] * 0`); address each element once, "
         "for instance by storing the smaller block",
+    "operation destroyed but still has uses":
+        "triton-ascend's conversion to Linalg (triton-adapter-opt) crashed on this kernel, "
+        "a bug of triton-ascend 3.2.0: its own compile of such a kernel crashes the same "
+        "way (seen with several masked stride-2 loads and stores under a runtime `if`); "
+        "the interpreter runs the kernel",
     "Only reduce or reduce with index are supported":
         "triton-ascend lowers a reduce of one tensor or of a (value, index) pair only, not "
         "of three or more tensors",
@@ -99,7 +107,13 @@ def failure_text(done: subprocess.CompletedProcess[str]) -> str:
 def quoted(output: str) -> str:
     """A tool's output as an error quotes it: whole when short, else its start and its
     end. A crashing MLIR tool prints the assertion first and then a long stack dump,
-    so the end alone hid what failed."""
+    so the end alone hid what failed; the dump itself (addresses in the tool's
+    binary) is left out, with its first line, the tool's arguments, kept."""
+    dump = _STACK_DUMP.search(output)
+    if dump is not None:
+        arguments = output[dump.end():].lstrip("\n").split("\n", 1)[0]
+        output = f"{output[:dump.start()].rstrip()}\n[the tool crashed; {arguments.strip()[:300]}; " \
+            "its stack dump is left out]"
     if len(output) <= _QUOTED:
         return output
     left_out = len(output) - _QUOTED

@@ -312,6 +312,33 @@ def test_a_failing_tools_error_quotes_the_start_and_the_end_of_its_output():
         "tool exited with status 3"
 
 
+def test_a_crashed_tools_stack_dump_is_left_out_and_its_location_found():
+    """LLVM's crash handler prints a stack dump of addresses in the tool's binary after
+    the error; the error quoted it (26 frames, found in session 20). It keeps the
+    error and the tool's arguments now. An MLIR diagnostic's ``FILE:LINE:COL: error:``
+    location in the generated file maps to the user's line (only ``loc(...)`` did)."""
+    from lowering.compiler import user_location
+    from lowering.toolrun import LoweringError, failure_text
+    from lowering.triton_codegen import generate
+
+    error = "/c/triton/k_1.py:37:22: error: 'memref.subview' op operation destroyed but " \
+        "still has uses\nLLVM ERROR: operation destroyed but still has uses\n"
+    dump = "PLEASE submit a bug report to https://github.com/llvm/llvm-project/issues/\n" \
+        "Stack dump:\n0.\tProgram arguments: triton-adapter-opt kernel.ttir.mlir\n" + \
+        "".join(f"#{i} 0x{i:016x} (triton-adapter-opt+0x{i:x})\n" for i in range(27))
+    text = failure_text(subprocess.CompletedProcess(["triton-adapter-opt"], 1, "", error + dump))
+    assert text.startswith(error.strip()) and "#3 0x" not in text and "PLEASE" not in text
+    assert "Program arguments: triton-adapter-opt kernel.ttir.mlir" in text
+    assert "what this means: triton-ascend's conversion to Linalg" in str(
+        LoweringError("linalg", text))
+
+    kernel = generate(doubled.ir(np.zeros(4, np.float32), np.zeros(4, np.float32), N=4))
+    line = next(n for n, loc in kernel.line_map.items() if loc.line > 0)
+    found = user_location(f"/c/triton/k_1.py:{line}:3: error: failed", kernel, Path("k_1.py"))
+    assert found == kernel.line_map[line]
+    assert user_location("/c/other.py:3:1: error: failed", kernel, Path("k_1.py")) is None
+
+
 @dsl.jit
 def doubled(x, out, N: dsl.constexpr):
     i = dsl.arange(0, N)
