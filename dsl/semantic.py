@@ -154,6 +154,12 @@ def _fits(value: int, dtype: DType) -> bool:
     return dtype.min <= value <= dtype.max
 
 
+def _wrapped(value: int, dtype: DType) -> int:
+    """``value`` converted to the integer ``dtype`` as a cast wraps it (two's complement)."""
+    value %= 1 << dtype.bits
+    return value - (1 << dtype.bits) if dtype.signed and value > dtype.max else value
+
+
 def is_pyscalar(x: object) -> bool:
     return isinstance(x, (bool, int, float))
 
@@ -693,6 +699,11 @@ def load(b: Builder, target: Target, index: Operand | None, mask: Operand | None
     m = _mask_value(b, mask, shape)
     if m is not None:
         operands.append(m)
+        if b.triton_rules and isinstance(other, int) and not isinstance(other, bool) and \
+                view.dtype.is_int and not view.dtype.is_bool and not _fits(other, view.dtype):
+            # Triton types the literal (int32, ...) and casts it to the element type,
+            # which wraps: other=-1 fills uint8 lanes with 255
+            other = _wrapped(other, view.dtype)
         fill = as_value(b, 0 if other is None else other, view.dtype)
         operands.append(broadcast_to(b, fill, shape))
     elif other is not None and mask is not True:  # (an all-true mask leaves no lane to fill)

@@ -87,6 +87,12 @@ class _Emitter:
         self.names: dict[int, str] = {}
         self.counter = 0
         self.last_line: tuple[str, int] | None = None
+        # loaded blocks a scan with a combine function reads -> the name of a second
+        # load of the same block: triton-ascend 3.2.0's scan loop reads its operand's
+        # buffer directly, unseen by bufferization, so an elementwise op on the loaded
+        # block could run in place first (``w = v * 10`` then ``associative_scan(v)``
+        # scanned ``v * 10``; found in session 20); the second load is the scan's alone
+        self.scan_copies: dict[int, str] = {}
         self.reserved = {p.user_name for p in fn.params} | {"tl", "triton", "libdevice"}
         self.functions: list[list[str]] = []  # generated combine functions
         self.param_roles = {p.value.uid: p.role for p in fn.params}
@@ -216,7 +222,8 @@ class _Emitter:
 
     def _combine_call(self, op: Op, indent: int, call: str, extra: str) -> None:
         function = self._combine_function(op)
-        sources = [self.name(v) for v in op.operands]
+        sources = [self.scan_copies.get(v.uid) or self.name(v) if op.kind == "scan_fn"
+                   else self.name(v) for v in op.operands]
         source = sources[0] if len(sources) == 1 else f"({', '.join(sources)},)"
         results = ", ".join(self.define(r) for r in op.results)
         if len(op.results) > 1:
@@ -535,22 +542,30 @@ class _Emitter:
         return f"{pointer} + {offset}", False
 
     def op_load(self, op: Op, indent: int) -> None:
+        self.emit(f"{self.define(op.result)} = {self._load_expression(op)}", indent, op.loc)
+        if any(user.kind == "scan_fn" for user in op.result.users):
+            # the scan's own copy (``scan_copies``); volatile, so that no pass merges
+            # it with the load above
+            copy = self.temporary()
+            self.emit(f"{copy} = {self._load_expression(op, volatile=True)}", indent, op.loc)
+            self.scan_copies[op.result.uid] = copy
+
+    def _load_expression(self, op: Op, volatile: bool = False) -> str:
         address, uniform = self._address(op)
-        result = self.define(op.result)
         shape = _shape(op.result.shape)
         mask, other = op.mask, op.other
+        flags = ", volatile=True" if volatile else ""
         if uniform:
             # one element for every lane: a scalar load with no index arithmetic
-            expr = f"tl.load({address})"
+            expr = f"tl.load({address}{flags})"
             if op.result.shape:
                 expr = f"tl.broadcast_to({expr}, {shape})"
             if mask is not None and other is not None and self.lanes_observed(op.result, mask):
                 expr = f"tl.where({self.name(mask)}, {expr}, {self.name(other)})"
-        elif mask is not None and other is not None:
-            expr = f"tl.load({address}, mask={self.name(mask)}, other={self.name(other)})"
-        else:
-            expr = f"tl.load({address})"
-        self.emit(f"{result} = {expr}", indent, op.loc)
+            return expr
+        if mask is not None and other is not None:
+            return f"tl.load({address}, mask={self.name(mask)}, other={self.name(other)}{flags})"
+        return f"tl.load({address}{flags})"
 
     def _written_address(self, op: Op) -> str:
         """The address a store or atomic writes: with a constant-0 offset (a one-element

@@ -1102,3 +1102,63 @@ def test_a_block_stored_then_updated_keeps_the_stored_values():
     dsl.from_triton(stores_each_unrolled_trip)[(1,)](s, out)
     a = np.arange(1, 5)
     np.testing.assert_array_equal(out.reshape(3, 4), [a * 3, a * 9, a * 27])
+
+
+@triton.jit
+def _running_max(a, b):
+    return tl.maximum(a, b)
+
+
+@triton.jit
+def _pair_sum(a0, b0, a1, b1):
+    return a0 + a1, b0 + b1
+
+
+@triton.jit
+def scans_of_a_block_used_before(x_ptr, o_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    v = tl.load(x_ptr + offs)
+    w = v * 10  # an elementwise op on the loaded block before the scans
+    tl.store(o_ptr + offs, tl.associative_scan(v, 0, _running_max))
+    tl.store(o_ptr + N + offs, w)
+    ya, yb = tl.associative_scan((v, v * 10), 0, _pair_sum)
+    tl.store(o_ptr + 2 * N + offs, ya)
+    tl.store(o_ptr + 3 * N + offs, yb)
+
+
+def test_a_scan_of_a_loaded_block_used_before_it_compiled_cpu(cpu_toolchain):
+    """triton-ascend 3.2.0's scan loop reads its operand's buffer directly, unseen by
+    bufferization, so ``v * 10`` ran in place in the loaded block first and compiled
+    code scanned ``v * 10`` (found in session 20). The generated Triton gives the scan
+    a second, volatile load of the block (the first would be merged with it)."""
+    x = np.array([1, 3, 2, 4, -5, 7, 0, 6], np.int32)
+    out = np.zeros(32, np.int32)
+    kernel = dsl.from_triton(scans_of_a_block_used_before)
+    kernel[(1,)](x, out, N=8)
+    np.testing.assert_array_equal(out, np.concatenate(
+        [np.maximum.accumulate(x), x * 10, np.cumsum(x), np.cumsum(x * 10)]))
+    differential(kernel, (x, np.zeros(32, np.int32)), {"N": 8}, grid=(1,))
+
+
+@triton.jit
+def masked_with_a_wrapping_other(x_ptr, o_ptr, n, OTHER: tl.constexpr):
+    offs = tl.arange(0, 8)
+    tl.store(o_ptr + offs, tl.load(x_ptr + offs, mask=offs < n, other=OTHER))
+
+
+@pytest.mark.parametrize("dtype, other", [(np.uint8, -1), (np.int8, 200), (np.uint16, -3),
+                                          (np.uint32, -1)])
+def test_a_load_other_outside_the_type_wraps_as_triton_casts_it(dtype, other):
+    """Triton types ``other=-1`` (int32) and casts it to the element type, so masked-off
+    uint8 lanes read 255; it was refused here ("constant -1 does not fit uint8")."""
+    x = np.arange(1, 9).astype(dtype)
+    out = np.zeros(8, dtype)
+    dsl.from_triton(masked_with_a_wrapping_other)[(1,)](x, out, 3, OTHER=other)
+    want = np.concatenate([x[:3], np.full(5, np.array(other).astype(dtype))])
+    np.testing.assert_array_equal(out, want)
+
+
+def test_a_load_other_outside_the_type_compiled_cpu(cpu_toolchain):
+    x = np.arange(1, 9).astype(np.uint8)
+    differential(dsl.from_triton(masked_with_a_wrapping_other), (x, np.zeros(8, np.uint8), 3),
+                 {"OTHER": -1}, grid=(1,))
