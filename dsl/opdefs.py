@@ -200,6 +200,9 @@ class OpDef:
     terminator: bool = False
     conditional_loop: bool = False  # runs until a region's condition fails (while)
     isolated_regions: bool = False  # regions use only their own values (combine functions)
+    # triton-ascend 3.2.0 lowers it to a loop of loads from its operands' buffers, which
+    # bufferization does not see: the generated Triton gives it loads of its own
+    reads_operand_buffers: bool = False
     constant: bool = False  # the result is attrs["value"]
     labelled: bool = False  # the IR printer names operands by role
     lanewise: bool = False
@@ -826,7 +829,7 @@ _STRUCTURAL = [
           lambda op: _check_combine(op, False),
           "inclusive scan of the sources along attrs['axis'] with the combine region, in "
           "index order (from the end with attrs['reverse'])", attrs=("axis", "reverse"),
-          results=-1, regions=1, isolated_regions=True),
+          results=-1, regions=1, isolated_regions=True, reads_operand_buffers=True),
     OpDef("hint", Signature(("source",)), Effect.PURE, _check_hint,
           "the source unchanged, with a compiler hint (attrs['hint'], attrs['values']) for "
           "the generated Triton", attrs=("hint", "values"), lanewise=True),

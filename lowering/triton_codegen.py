@@ -87,7 +87,8 @@ class _Emitter:
         self.names: dict[int, str] = {}
         self.counter = 0
         self.last_line: tuple[str, int] | None = None
-        # loaded blocks a scan with a combine function reads -> the name of a second
+        # loaded blocks a scan with a combine function reads (an op whose registry
+        # record says ``reads_operand_buffers``) -> the name of a second
         # load of the same block: triton-ascend 3.2.0's scan loop reads its operand's
         # buffer directly, unseen by bufferization, so an elementwise op on the loaded
         # block could run in place first (``w = v * 10`` then ``associative_scan(v)``
@@ -222,8 +223,8 @@ class _Emitter:
 
     def _combine_call(self, op: Op, indent: int, call: str, extra: str) -> None:
         function = self._combine_function(op)
-        sources = [self.scan_copies.get(v.uid) or self.name(v) if op.kind == "scan_fn"
-                   else self.name(v) for v in op.operands]
+        sources = [self.scan_copies.get(v.uid) or self.name(v)
+                   if op.defn.reads_operand_buffers else self.name(v) for v in op.operands]
         source = sources[0] if len(sources) == 1 else f"({', '.join(sources)},)"
         results = ", ".join(self.define(r) for r in op.results)
         if len(op.results) > 1:
@@ -543,7 +544,7 @@ class _Emitter:
 
     def op_load(self, op: Op, indent: int) -> None:
         self.emit(f"{self.define(op.result)} = {self._load_expression(op)}", indent, op.loc)
-        if any(user.kind == "scan_fn" for user in op.result.users):
+        if any(user.defn.reads_operand_buffers for user in op.result.users):
             # the scan's own copy (``scan_copies``); volatile, so that no pass merges
             # it with the load above
             copy = self.temporary()
