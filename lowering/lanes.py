@@ -212,6 +212,15 @@ class Affine:
                                          for j in range(len(self.shape))))
 
 
+def _stretched(bound: np.ndarray | None, size: int, length: int) -> np.ndarray | None:
+    """A box's bound along an axis of ``size`` lanes as a bound along the same axis
+    broadcast to ``length``: an axis of one lane is valid all along or not at all (its
+    bound 1 means every lane, not the first: ``rows_mask & (pid < n)`` kept one row)."""
+    if bound is None or size == length:
+        return bound
+    return np.where(bound >= 1, length, 0)
+
+
 @dataclass(frozen=True)
 class BoxMask:
     """Lanes with ``i_k < bounds[k][row]`` on every axis whose bound is not None; each
@@ -266,7 +275,8 @@ class BoxMask:
             return None
         shape = tuple(max(a, b) for a, b in zip(self.shape, other.shape))
         bounds: list[np.ndarray | None] = []
-        for a, b in zip(self.bounds, other.bounds):
+        for k, n in enumerate(shape):
+            a, b = (_stretched(box.bounds[k], box.shape[k], n) for box in (self, other))
             bounds.append(a if b is None else b if a is None else np.minimum(a, b))
         return BoxMask(shape, tuple(bounds))
 

@@ -661,3 +661,24 @@ def test_a_max_of_another_value_in_the_folded_operands_buffer_is_its_own():
     argmax_then_max_of_another_value[(4,)](x, idx, val, BLOCK=32)
     np.testing.assert_array_equal(idx, np.argmax(x, axis=1))
     np.testing.assert_array_equal(val, (x * np.float32(2.0)).max(axis=1))
+
+
+@dsl.jit
+def box_and_a_program_condition(out, n, R: dsl.constexpr, C: dsl.constexpr):
+    rows, cols = dsl.arange(0, R)[:, None], dsl.arange(0, C)[None, :]
+    inside = (rows < R) & (cols < C - 1)
+    dsl.store(out, rows * C + cols, 1, inside & (dsl.program_id(0) < n))
+    dsl.store(out, R * C + rows * C + cols, 1, (dsl.program_id(0) < n) & inside)
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_a_box_mask_and_a_per_program_condition_keep_every_row(n):
+    """``(rows < R) & (cols < C) & (pid < n)`` is a box ANDed with a one-lane condition
+    broadcast over the block; the condition's bound (1: valid) was taken as "the first
+    lane" along the rows, so only row 0 was stored (FlagGems' kron wrote one row of six;
+    found in session 20)."""
+    out = np.zeros(2 * 4 * 8, np.int32)
+    box_and_a_program_condition[(1,)](out, n, R=4, C=8)
+    want = np.zeros((4, 8), np.int32)
+    want[:, :7] = n
+    np.testing.assert_array_equal(out.reshape(2, 4, 8), [want, want])
