@@ -210,6 +210,8 @@ class TritonKernel(JITFunction):
                 tensor.zero_() if hasattr(tensor, "zero_") else tensor.fill(0)
         if getattr(config, "pre_hook", None) is not None:
             config.pre_hook(full)
+        if self.tuner is not None:  # Triton's Autotuner.run leaves it there for the caller
+            self.tuner.best_config = config
         self._call_config = config
         try:
             super()._launch(args, kwargs, grid, backend, options, hot_tried)
