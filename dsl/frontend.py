@@ -571,6 +571,14 @@ class _Visitor:
     def stmt_Pass(self, node: ast.Pass) -> None:
         pass
 
+    def stmt_Assert(self, node: ast.Assert) -> None:
+        """``assert cond, msg`` is ``device_assert(cond, msg)``, as Triton compiles it."""
+        message = self.expr(node.msg) if node.msg is not None else ""
+        if not isinstance(message, str):
+            raise self.error(node.msg, "an assert message must be a string known at "
+                                       f"compile time, got {type(message).__name__}")
+        sem.device_assert(self.b, self.expr(node.test), message)
+
     def stmt_Expr(self, node: ast.Expr) -> None:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # docstring

@@ -176,6 +176,27 @@ def test_an_autotuned_launch_leaves_its_config_as_best_config():
     assert torch.equal(out, 2 * x)
 
 
+@triton.jit
+def asserts_its_count(x_ptr, out_ptr, n, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    assert n >= 0, "n must be non-negative"
+    assert offs < n  # a block condition, checked per lane
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) + 1)
+
+
+def test_an_assert_statement_is_a_device_assert():
+    """Triton compiles ``assert cond, msg`` in a kernel to ``device_assert``; it was
+    refused here ("unsupported statement: Assert"; FlagGems' nll_loss and index_add)."""
+    kernel = dsl.from_triton(asserts_its_count)
+    x, out = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+    kernel[(1,)](x, out, 8, B=8)
+    np.testing.assert_array_equal(out, x + 1)
+    with pytest.raises(dsl.DeviceAssertionError, match="n must be non-negative"):
+        kernel[(1,)](x, np.zeros(8, np.float32), -1, B=8)
+    with pytest.raises(dsl.DeviceAssertionError, match="lane 6"):
+        kernel[(1,)](x, np.zeros(8, np.float32), 6, B=8)
+
+
 def test_rank_configs_by_ub_fit(toolchain):
     f32 = dsl.tensor_spec("float32")
     ranked = dsl.from_triton(tuned_scale).rank_configs(f32, f32, 1 << 20)
