@@ -265,6 +265,13 @@ class JITFunction(InlinableKernel):
                 f"argument {name!r}: the integer {value} does not fit a 64-bit scalar "
                 "(int64 or, from 2**63, uint64)")
         spec = _scalar_spec(value)
+        if spec is None and hasattr(value, "data_ptr"):
+            # a tensor-like wrapper (FlagGems' StridedBuffer): an address, no memory
+            raise self._def_error(
+                f"argument {name!r}: expected a NumPy array or a CPU torch tensor, got "
+                f"{type(value).__name__}, an object with data_ptr() but no memory this "
+                "project can read and bound-check; pass the tensor it wraps (or a view "
+                "of it, such as torch.as_strided)")
         if spec is None:
             raise self._def_error(
                 f"argument {name!r}: expected a tensor, a number or None, got "

@@ -197,6 +197,21 @@ def test_an_assert_statement_is_a_device_assert():
         kernel[(1,)](x, np.zeros(8, np.float32), 6, B=8)
 
 
+def test_a_tensor_like_wrapper_is_refused_naming_what_to_pass():
+    """An object with ``data_ptr()`` (FlagGems' StridedBuffer) was refused with the
+    advice to mark the parameter constexpr, which is no fix for a pointer."""
+    class Wrapper:
+        def __init__(self, array: np.ndarray) -> None:
+            self.array, self.dtype = array, array.dtype
+
+        def data_ptr(self) -> int:
+            return self.array.ctypes.data
+
+    x = np.arange(8, dtype=np.float32)
+    with pytest.raises(dsl.DSLLaunchError, match="got Wrapper, an object with data_ptr"):
+        dsl.from_triton(asserts_its_count)[(1,)](Wrapper(x), np.zeros(8, np.float32), 8, B=8)
+
+
 def test_rank_configs_by_ub_fit(toolchain):
     f32 = dsl.tensor_spec("float32")
     ranked = dsl.from_triton(tuned_scale).rank_configs(f32, f32, 1 << 20)
