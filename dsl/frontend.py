@@ -986,6 +986,12 @@ class _Visitor:
     def expr_Attribute(self, node: ast.Attribute) -> Any:
         base = self.expr(node.value)
         attr = node.attr
+        if self.src.triton and attr == "value" and (
+                base is None or isinstance(base, (DType, str, tuple)) or sem.is_pyscalar(base)):
+            # Triton passes constexpr arguments as tl.constexpr objects, whose ``.value``
+            # is what they hold (FlagGems: ``dtype.value.is_floating()``); here a
+            # compile-time value is itself
+            return base
         if self.src.triton and sem.is_pyscalar(base) and (
                 attr in ("to", "cast", "dtype") or attr in _VALUE_METHODS):
             # Triton's code generator makes a number assigned to a name a scalar tensor,
@@ -1276,6 +1282,15 @@ class _Visitor:
             return fn(*args, **kwargs)
         if isinstance(fn, type) and issubclass(fn, Exception):
             raise self.error(node, "raising exceptions is not supported in kernels")
+        if self.src.triton and isinstance(fn, types.FunctionType) and not any(
+                _is_value(a) for a in (*args, *kwargs.values())):
+            # Triton's code generator calls any other Python function at compile time
+            # (FlagGems' ``@tl.constexpr def get_scan_accum_type(dtype)``)
+            try:
+                return self.src.foreign(fn(*args, **kwargs))
+            except Exception as exc:
+                raise self.error(node, f"{fn.__name__}() failed at compile time: "
+                                       f"{type(exc).__name__}: {exc}") from None
         raise self.error(node.func, f"'{ast.unparse(node.func)}' is not a DSL builtin or a "
                                     "@dsl.jit function")
 

@@ -212,6 +212,46 @@ def test_a_tensor_like_wrapper_is_refused_naming_what_to_pass():
         dsl.from_triton(asserts_its_count)[(1,)](Wrapper(x), np.zeros(8, np.float32), 8, B=8)
 
 
+@triton.jit
+def _lowest(dtype: tl.constexpr):
+    d = dtype.value  # tl.constexpr's .value, as FlagGems' get_dtype_min reads it
+    if d.is_floating():
+        return float("-inf")
+    return 0
+
+
+@tl.constexpr
+def _accumulator_type(t):  # a plain function Triton runs at compile time
+    return tl.float32 if t.is_fp16() else t
+
+
+@triton.jit
+def compile_time_helpers(x_ptr, out_ptr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    acc: tl.constexpr = _accumulator_type(x_ptr.dtype.element_ty)
+    v = tl.load(x_ptr + offs).to(acc)
+    tl.static_assert(v.dtype == tl.float32)
+    tl.store(out_ptr + offs, tl.maximum(v * 600, _lowest(tl.float32)))
+
+
+def test_constexpr_value_and_plain_functions_run_at_compile_time():
+    """``dtype.value`` of a constexpr argument and a plain Python function called on
+    constexprs (FlagGems' reductions and cumsum) were refused here; Triton's code
+    generator passes constexprs as ``tl.constexpr`` objects and calls such functions."""
+    x = np.array([1, -2, 300, 4], np.float16)
+    out = np.zeros(4, np.float32)
+    dsl.from_triton(compile_time_helpers)[(1,)](x, out, B=4)
+    np.testing.assert_array_equal(out, x.astype(np.float32) * 600)  # float32: no overflow
+
+    @triton.jit
+    def fails(x_ptr, out_ptr):
+        tl.store(out_ptr, tl.load(x_ptr) + _accumulator_type(3))
+
+    with pytest.raises(dsl.DSLCompileError, match="_accumulator_type.. failed at compile "
+                                                   "time: AttributeError"):
+        dsl.from_triton(fails)[(1,)](x, out)
+
+
 def test_rank_configs_by_ub_fit(toolchain):
     f32 = dsl.tensor_spec("float32")
     ranked = dsl.from_triton(tuned_scale).rank_configs(f32, f32, 1 << 20)
