@@ -3,15 +3,15 @@
 Route 1 of issue 5: triton-ascend's own "cpu" target. The generated Triton source
 goes through the same front end as for the NPU (TTIR, then Linalg via
 triton-adapter-opt), then MLIR's standard lowering to the LLVM dialect and LLVM IR
-(triton-ascend's ``linalg_to_llir``, with Debian's mlir-19-tools), then ``llc`` to
-an object file that ``gcc`` links into a shared object with a small runtime shim.
-Four things had to be supplied around triton-ascend 3.2.0 (found by hand, see the
-issue): the Linalg stage reads option keys the CPU options lack (added to the
-metadata here); its CPU assembly step links an aarch64-only libclc bitcode file
-(not used: this module runs ``llc`` itself); its Linalg-to-LLVM step finds MLIR
-through the ``MLIR_ROOT``/``LLVM_ROOT`` environment variables, so it runs in a child
-process given them (``lowering.llir_stage``: this process's environment is never
-written); the object needs ``memrefCopy`` (MLIR's
+(the passes of triton-ascend's ``linalg_to_llir``, run here with Debian's
+mlir-19-tools: ``_LLIR_PASSES``, one moved), then ``llc`` to an object file that
+``gcc`` links into a shared object with a small runtime shim. Four things had to be
+supplied around triton-ascend 3.2.0 (found by hand, see the issue): the Linalg stage
+reads option keys the CPU options lack (added to the metadata here); its CPU
+assembly step links an aarch64-only libclc bitcode file (not used: this module runs
+``llc`` itself); its Linalg-to-LLVM pass order leaves a branch carrying a block typed
+as a memref (since session 20 this module runs the passes itself, that one moved, so
+an ``if`` whose branches yield a block compiles); the object needs ``memrefCopy`` (MLIR's
 C runner utility), ``__truncsfbf2`` (fp32 -> bf16, round to nearest even) and, for
 kernels using ``log1p``, ``__hmf_log1pf`` (Ascend's math library), all in the shim,
 which also gives the kernel the project's fp32 ``expf``/``logf``/``log1pf``
@@ -40,7 +40,6 @@ import json
 import os
 import re
 import shutil
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -365,9 +364,26 @@ def refuse_ascend_only_ops(linalg: str, kernel: str) -> None:
 _ANNOTATION = re.compile(r"^\s*annotation\.mark [^\n]*\n", re.MULTILINE)
 
 
+# triton-ascend 3.2.0's Linalg -> LLVM dialect passes (``linalg_to_llir`` of its CPU
+# target), with one change: ``--convert-cf-to-llvm`` runs after the memref and func
+# conversions. In its order a branch carrying a block (an ``if`` whose branches yield
+# one) reached ``llvm.cond_br`` still typed as a memref, and mlir-opt refused it.
+_LLIR_PASSES = (
+    "--convert-linalg-to-affine-loops", "--eliminate-empty-tensors",
+    "--empty-tensor-to-alloc-tensor", "--one-shot-bufferize=allow-return-allocs-from-loops=true",
+    "--lower-affine", "--convert-linalg-to-loops", "--convert-scf-to-cf",
+    "--convert-arith-to-llvm", "--convert-math-to-llvm", "--convert-complex-to-llvm",
+    "--convert-vector-to-llvm", "--convert-index-to-llvm", "--memref-expand",
+    "--expand-strided-metadata", "--finalize-memref-to-llvm", "--convert-func-to-llvm",
+    "--convert-cf-to-llvm",
+    # lowering memrefs makes affine.apply ops, and those arith ops, again
+    "--lower-affine", "--convert-arith-to-llvm", "--reconcile-unrealized-casts",
+)
+
+
 def _linalg_to_llir(linalg: str, llvm_root: Path) -> str:
-    """triton-ascend's Linalg -> LLVM IR step, in a child process whose environment
-    names the MLIR/LLVM installation (``lowering.llir_stage``)."""
+    """The Linalg -> LLVM IR step: ``_LLIR_PASSES`` with ``mlir-opt``, then
+    ``mlir-translate``, both from ``llvm_root``."""
     with workdir("llir") as work:
         source = work / "kernel.mlir"
         source.write_text(_ANNOTATION.sub("", linalg))
@@ -378,9 +394,10 @@ def _linalg_to_llir(linalg: str, llvm_root: Path) -> str:
             run_tool("llir", [llvm_root / "bin" / "mlir-opt", source,
                               "--convert-math-to-libm", "-o", libm])
             source = libm
-        run_tool("llir", [sys.executable, "-m", "lowering.llir_stage", source,
-                          work / "kernel.ll"],
-                 env={"MLIR_ROOT": str(llvm_root), "LLVM_ROOT": str(llvm_root)})
+        dialect = work / "kernel.llvm.mlir"
+        run_tool("llir", [llvm_root / "bin" / "mlir-opt", source, *_LLIR_PASSES, "-o", dialect])
+        run_tool("llir", [llvm_root / "bin" / "mlir-translate", dialect, "--mlir-to-llvmir",
+                          "-o", work / "kernel.ll"])
         return (work / "kernel.ll").read_text()
 
 
@@ -517,9 +534,6 @@ MISCOMPILED_KINDS = {
 
 # Kinds the CPU route lowers only in some forms: the reason when ``op`` is not one.
 UNLOWERABLE_FORMS = {
-    "if": lambda op: "its CPU pipeline cannot lower an if whose branches yield a block "
-                     "(a memref reaches llvm.cond_br); yield scalars, or select with where"
-                     if any(r.shape for r in op.results) else None,
     "inline_asm": lambda op: "inline_asm_elementwise holds the NPU's assembly, which no "
                              "x86 assembler takes",
     "arg_reduce": lambda op: "its argmax/argmin of integers returns -1 for some inputs "
