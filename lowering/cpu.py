@@ -195,9 +195,10 @@ def compile_cpu(generated: GeneratedKernel, root: Path | None = None,
     root = root or options.cache_root
     folder = root / "cpu"
     folder.mkdir(parents=True, exist_ok=True)
-    # the shim and the pre-pass are part of what the object is built from
+    # the shim, the pre-pass and the passes are part of what the object is built from
     key = hashlib.sha256(f"{generated.digest}|{toolchain_versions()}|{options.llvm_root}|"
-                         f"{_SHIM_C}|{_SHIM_LL}|{_LIBM_ONLY.pattern}|{_ANNOTATION.pattern}".encode())
+                         f"{_SHIM_C}|{_SHIM_LL}|{_LIBM_ONLY.pattern}|{_ANNOTATION.pattern}|"
+                         f"{_LLIR_PASSES}".encode())
     library = folder / f"{generated.name}_{key.hexdigest()[:20]}.so"
     with diskcache.locked(library.with_suffix(".lock")):
         cached = _cached_library(library)
