@@ -1781,6 +1781,8 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "interleave": lambda v, node, a, b: sem.interleave(v.b, a, b),
     "flip": lambda v, node, x, dim: sem.flip(v.b, x, dim),
     **{kind: _random(kind) for kind in ("randint", "randint4x", "rand", "randn")},
+    "philox": lambda v, node, seed, c0, c1, c2, c3, n_rounds: sem.philox(
+        v.b, seed, (c0, c1, c2, c3), n_rounds),
     "dot": lambda v, node, input, other, acc, input_precision, allow_tf32,
     max_num_imprecise_acc, out_dtype: sem.dot(
         v.b, input, other, acc, input_precision if allow_tf32 is None else

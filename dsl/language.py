@@ -900,6 +900,14 @@ def randint4x(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
 
 
 @builtin
+def philox(seed: Any, c0: Any, c1: Any, c2: Any, c3: Any, n_rounds: int = 10) -> Any:
+    """Triton's ``philox``: ``n_rounds`` of Philox 4x32 on the counter (c0, c1, c2, c3),
+    32-bit integers (blocks or scalars, broadcast together), keyed by ``seed``; four
+    uint32 blocks. Spelled with ``umulhi``, ``^``, ``*`` and ``+``, as Triton spells it."""
+    raise _outside("philox")
+
+
+@builtin
 def rand(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
     """One float32 uniform in [0, 1) per offset."""
     raise _outside("rand")

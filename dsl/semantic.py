@@ -1022,6 +1022,47 @@ def random(b: Builder, kind: str, seed: Operand, offset: Operand, n_rounds: Any
     return tuple(op.results) if count > 1 else op.result
 
 
+# Philox 4x32's multipliers and key increments (Salmon et al.; triton.language.random)
+_PHILOX_ROUND = (0xD2511F53, 0xCD9E8D57)
+_PHILOX_KEY = (0x9E3779B9, 0xBB67AE85)
+
+
+def philox(b: Builder, seed: Operand, counters: tuple[Operand, ...], n_rounds: Any
+           ) -> tuple[Value, ...]:
+    """Triton's ``philox`` for 32-bit counters: the seed's low and high words are the
+    key; each round multiplies, takes ``umulhi`` and xors as ``philox_impl`` does, in
+    uint32 arithmetic (so every backend computes it with ops it has)."""
+    if not isinstance(n_rounds, int) or isinstance(n_rounds, bool) or n_rounds < 0:
+        raise b.error(f"philox() n_rounds must be a non-negative constexpr integer, "
+                      f"got {n_rounds!r}")
+    s = as_value(b, seed)
+    if s.shape or not s.dtype.is_int or s.dtype.is_bool:
+        raise b.error(f"philox() seed must be an integer scalar, got {s.type}")
+    words = []
+    for i, c in enumerate(counters):
+        v = as_value(b, c)
+        if not v.dtype.is_int or v.dtype.is_bool or v.dtype.bits != 32:
+            raise b.error(f"philox() counter c{i} must be a 32-bit integer, got "
+                          f"{v.dtype.name} (triton-ascend 3.2.0 builds Philox for 32-bit "
+                          "counters only)")
+        words.append(bitcast(b, v, dt.uint32))
+    wide = cast(b, s, dt.uint64)
+    k0 = cast(b, binary(b, "and", wide, 0xFFFFFFFF), dt.uint32)
+    k1 = cast(b, binary(b, "and", binary(b, "rshift", wide, 32), 0xFFFFFFFF), dt.uint32)
+    round_a, round_b = (as_value(b, m, dt.uint32) for m in _PHILOX_ROUND)
+    c0, c1, c2, c3 = words
+    for _ in range(n_rounds):
+        hi_b, hi_a = umulhi(b, round_b, c2), umulhi(b, round_a, c0)
+        c0, c1, c2, c3 = (binary(b, "xor", binary(b, "xor", hi_b, c1), k0),
+                          binary(b, "mul", round_b, c2),
+                          binary(b, "xor", binary(b, "xor", hi_a, c3), k1),
+                          binary(b, "mul", round_a, c0))
+        k0, k1 = binary(b, "add", k0, _PHILOX_KEY[0]), binary(b, "add", k1, _PHILOX_KEY[1])
+    shape = broadcast_shapes(b, broadcast_shapes(b, c0.shape, c1.shape, "philox"),
+                             broadcast_shapes(b, c2.shape, c3.shape, "philox"), "philox")
+    return tuple(broadcast_to(b, c, shape) for c in (c0, c1, c2, c3))
+
+
 # ----------------------------------------------------------------------------- dot
 
 _DOT_INPUTS = (dt.int8, dt.float16, dt.bfloat16, dt.float32)

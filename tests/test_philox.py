@@ -384,3 +384,28 @@ def test_kernels_take_any_number_of_rounds(rounds):
         np.testing.assert_array_equal(out, np.arange(64))
     with pytest.raises(dsl.DSLCompileError, match="n_rounds must be a non-negative"):
         random_words(42, out, N=64, ROUNDS=-1)
+
+
+@dsl.jit
+def philox_words(seed, c1, out, N: dsl.constexpr, ROUNDS: dsl.constexpr):
+    i = dsl.arange(0, N)
+    words = dsl.language.philox(seed, i, dsl.load(c1, i), 7, -1, n_rounds=ROUNDS)
+    for k in dsl.static_range(4):
+        dsl.store(out, k * N + i, words[k])
+
+
+@pytest.mark.parametrize("seed, rounds", [(0, 10), (2**40 + 12345, 10), (7, 3)])
+def test_the_philox_builtin_is_tritons(seed, rounds):
+    """``tl.philox`` (FlagGems' dropout and rand_like call it) was refused at a line of
+    Triton's random.py ("missing feature: to_tensor"); it is a builtin since session
+    20, spelled with umulhi/xor/mul/add, and gives ``dsl.philox.philox``'s words: the
+    Random123 vectors above, and Triton's interpreter's (test_matches_triton_interpreter)."""
+    n = 64
+    c1 = np.random.default_rng(seed % 97).integers(-2**31, 2**31, n).astype(np.int32)
+    out = np.zeros(4 * n, np.uint32)
+    philox_words(seed, c1, out, N=n, ROUNDS=rounds)
+    want = philox.philox(seed, np.arange(n, dtype=np.int32), c1, np.int32(7), np.int32(-1),
+                         rounds)
+    np.testing.assert_array_equal(out.reshape(4, n), np.broadcast_arrays(*want))
+    with pytest.raises(dsl.DSLCompileError, match="counter c1 must be a 32-bit integer"):
+        philox_words(seed, c1.astype(np.int64), out, N=n, ROUNDS=rounds)
