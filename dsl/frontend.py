@@ -346,6 +346,28 @@ class _Method:
     name: str
 
 
+@dataclass(frozen=True)
+class _BlockType:
+    """A tensor's ``.type`` in a Triton kernel (Triton's ``block_type``): its element
+    type (``.scalar``, ``.element_ty``) and shape; compile-time, like a dtype."""
+
+    scalar: DType
+    shape: tuple[int, ...]
+
+    @property
+    def element_ty(self) -> DType:
+        return self.scalar
+
+    def is_block(self) -> bool:
+        return bool(self.shape)
+
+    def is_ptr(self) -> bool:
+        return False
+
+    def get_block_shapes(self) -> tuple[int, ...]:
+        return self.shape
+
+
 @dataclass
 class _ViewStride:
     """``x.stride`` of a tensor argument, awaiting its dimension."""
@@ -1012,6 +1034,8 @@ class _Visitor:
                 return _Method(base, attr)
             if self.src.triton and attr == "numel":
                 return math.prod(base.shape)
+            if self.src.triton and attr == "type":  # x.type.scalar.is_int()
+                return _BlockType(base.dtype, base.shape)
             raise self.error(node, f"a tensor has no attribute '{attr}' (has .to, .dtype, "
                                    ".shape, .T and Triton's tensor methods: "
                                    f"{', '.join('.' + m for m in sorted(_VALUE_METHODS))})")
@@ -1041,6 +1065,12 @@ class _Visitor:
         if isinstance(base, DType) and attr in ("is_int", "is_bool") and self.src.triton:
             # methods of Triton's dtype (``x.dtype.is_int()``) that are properties here
             return types.MethodType(lambda dtype, name=attr: getattr(dtype, name), base)
+        if isinstance(base, _BlockType):
+            if attr.startswith("_") or not hasattr(base, attr):
+                raise self.error(node, f"a tensor's type has no attribute '{attr}' (has "
+                                       ".scalar, .element_ty, .shape, .is_block(), "
+                                       ".get_block_shapes())")
+            return getattr(base, attr)
         if inspect.ismodule(base) or isinstance(base, (DType, type)):
             try:
                 found = self.src.resolve_attribute(base, attr)
@@ -1257,7 +1287,8 @@ class _Visitor:
             return self.inline_call(node, fn, args, kwargs)
         if isinstance(fn, Unsupported):
             raise self.error(node, fn.message())
-        if inspect.ismethod(fn) and isinstance(fn.__self__, DType):  # x.dtype.is_floating()
+        if inspect.ismethod(fn) and isinstance(fn.__self__, (DType, _BlockType)):
+            # x.dtype.is_floating(), x.type.is_block()
             return fn(*args, **kwargs)
         if getattr(fn, "__dsl_constexpr_fn__", False):
             if any(_is_value(a) for a in args) or any(_is_value(a) for a in kwargs.values()):

@@ -270,6 +270,32 @@ def test_tl_philox_runs_and_agrees_with_randint4x():
     assert len(np.unique(out[:64])) == 64
 
 
+@triton.jit
+def floor_or_trunc(x_ptr, y_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x, y = tl.load(x_ptr + offs), tl.load(y_ptr + offs)
+    if x.type.scalar.is_int() and x.type.is_block():  # FlagGems' floor_div_func
+        tl.static_assert(x.type.shape == [N] or x.type.shape == (N,))
+        q = x // y
+        q = q - ((x % y != 0) & ((x < 0) ^ (y < 0))).to(q.dtype)
+    else:
+        q = tl.floor(x / y)
+    tl.store(out_ptr + offs, q)
+
+
+def test_a_tensors_type_answers_as_tritons_block_type():
+    """``x.type.scalar.is_int()`` (Triton's block_type; FlagGems' floor division) was
+    refused: a tensor had no attribute 'type'."""
+    x = np.array([7, -7, 7, -7], np.int32)
+    y = np.array([2, 2, -2, -2], np.int32)
+    out = np.zeros(4, np.int32)
+    dsl.from_triton(floor_or_trunc)[(1,)](x, y, out, N=4)
+    np.testing.assert_array_equal(out, np.floor_divide(x, y))
+    f = np.zeros(4, np.float32)
+    dsl.from_triton(floor_or_trunc)[(1,)](x.astype(np.float32), y.astype(np.float32), f, N=4)
+    np.testing.assert_array_equal(f, np.floor_divide(x, y).astype(np.float32))
+
+
 def test_rank_configs_by_ub_fit(toolchain):
     f32 = dsl.tensor_spec("float32")
     ranked = dsl.from_triton(tuned_scale).rank_configs(f32, f32, 1 << 20)
