@@ -346,6 +346,16 @@ class _Method:
     name: str
 
 
+def _as_triton(value: Any) -> Any:
+    """A compile-time argument as a plain Python function called from a Triton kernel
+    sees it: a dtype is Triton's (whose ``is_int`` is a method: ``dtype.is_int()``)."""
+    if isinstance(value, DType):
+        import triton.language as tl  # (a Triton kernel: Triton is installed)
+
+        return getattr(tl, value.triton_name.removeprefix("tl."), value)
+    return value
+
+
 @dataclass(frozen=True)
 class _BlockType:
     """A tensor's ``.type`` in a Triton kernel (Triton's ``block_type``): its element
@@ -1318,7 +1328,8 @@ class _Visitor:
             # Triton's code generator calls any other Python function at compile time
             # (FlagGems' ``@tl.constexpr def get_scan_accum_type(dtype)``)
             try:
-                return self.src.foreign(fn(*args, **kwargs))
+                return self.src.foreign(fn(*map(_as_triton, args),
+                                           **{k: _as_triton(a) for k, a in kwargs.items()}))
             except Exception as exc:
                 raise self.error(node, f"{fn.__name__}() failed at compile time: "
                                        f"{type(exc).__name__}: {exc}") from None

@@ -222,7 +222,9 @@ def _lowest(dtype: tl.constexpr):
 
 @tl.constexpr
 def _accumulator_type(t):  # a plain function Triton runs at compile time
-    return tl.float32 if t.is_fp16() else t
+    if t.is_fp16():
+        return tl.float32
+    return tl.int64 if t.is_int() else t  # Triton's dtype: is_int() is a method
 
 
 @triton.jit
@@ -230,8 +232,8 @@ def compile_time_helpers(x_ptr, out_ptr, B: tl.constexpr):
     offs = tl.arange(0, B)
     acc: tl.constexpr = _accumulator_type(x_ptr.dtype.element_ty)
     v = tl.load(x_ptr + offs).to(acc)
-    tl.static_assert(v.dtype == tl.float32)
-    tl.store(out_ptr + offs, tl.maximum(v * 600, _lowest(tl.float32)))
+    tl.static_assert(v.dtype == tl.float32 or v.dtype == tl.int64)
+    tl.store(out_ptr + offs, tl.maximum(v * 600, _lowest(acc)))
 
 
 def test_constexpr_value_and_plain_functions_run_at_compile_time():
@@ -242,6 +244,10 @@ def test_constexpr_value_and_plain_functions_run_at_compile_time():
     out = np.zeros(4, np.float32)
     dsl.from_triton(compile_time_helpers)[(1,)](x, out, B=4)
     np.testing.assert_array_equal(out, x.astype(np.float32) * 600)  # float32: no overflow
+    i = np.array([1, -2, 2**31 - 1, 4], np.int32)
+    wide = np.zeros(4, np.int64)
+    dsl.from_triton(compile_time_helpers)[(1,)](i, wide, B=4)  # int64: no wrap
+    np.testing.assert_array_equal(wide, np.maximum(i.astype(np.int64) * 600, 0))
 
     @triton.jit
     def fails(x_ptr, out_ptr):
