@@ -62,7 +62,11 @@ from dsl import numerics
 from dsl.dtypes import float32 as _FLOAT32
 
 __all__ = [
+    "M32",
+    "M64",
     "N_ROUNDS_DEFAULT",
+    "W32",
+    "W64",
     "pair_uniform_to_normal",
     "philox",
     "philox4x32",
@@ -83,10 +87,10 @@ N_ROUNDS_DEFAULT = 10
 
 # The constants of the Philox algorithm (Salmon et al. 2011, Random123's philox.h):
 # round multipliers M0, M1 and the Weyl key increments W0, W1.
-_M32 = (0xD2511F53, 0xCD9E8D57)
-_W32 = (0x9E3779B9, 0xBB67AE85)
-_M64 = (0xD2E7470EE14C6C93, 0xCA5A826395121157)
-_W64 = (0x9E3779B97F4A7C15, 0xBB67AE8584CAA73B)
+M32 = (0xD2511F53, 0xCD9E8D57)
+W32 = (0x9E3779B9, 0xBB67AE85)
+M64 = (0xD2E7470EE14C6C93, 0xCA5A826395121157)
+W64 = (0x9E3779B97F4A7C15, 0xBB67AE8584CAA73B)
 
 _LOW32 = np.uint64(0xFFFFFFFF)
 _SHIFT32 = np.uint64(32)
@@ -200,7 +204,7 @@ def _rounds(words: list[np.ndarray], k0: np.ndarray, k1: np.ndarray, n_rounds: i
     if isinstance(n_rounds, bool) or not isinstance(n_rounds, int | np.integer) or n_rounds < 0:
         raise ValueError(f"n_rounds must be a non-negative integer, got {n_rounds!r}")
     mulhilo = _mulhilo32 if bits == 32 else _mulhilo64
-    (m0, m1), (w0, w1) = (_M32, _W32) if bits == 32 else (_M64, _W64)
+    (m0, m1), (w0, w1) = (M32, W32) if bits == 32 else (M64, W64)
     kind = _UNSIGNED[bits].type
     c0, c1, c2, c3 = words
     with np.errstate(over="ignore"):

@@ -62,6 +62,7 @@ import ml_dtypes
 
 from dsl import dtypes as dt
 from dsl import inline_asm as asm_eval
+from dsl import philox as philox_constants
 from dsl.dtypes import DType
 from dsl.errors import UNKNOWN_LOC, DSLCompileError, SourceLoc
 from dsl.ir import Block, Op, Type, Value
@@ -1005,12 +1006,7 @@ def random(b: Builder, kind: str, seed: Operand, offset: Operand, n_rounds: Any
     """Philox random numbers (``dsl.philox``) from a scalar ``seed`` and int32/uint32
     ``offsets``: ``randint`` (uint32), ``randint4x`` (four uint32 blocks), ``rand``
     (float32 in [0, 1)), ``randn`` (float32 standard normal)."""
-    if not isinstance(n_rounds, int) or isinstance(n_rounds, bool) or n_rounds < 0:
-        raise b.error(f"{kind}() n_rounds must be a non-negative constexpr integer, "
-                      f"got {n_rounds!r}")
-    s = as_value(b, seed)
-    if s.shape or not s.dtype.is_int or s.dtype.is_bool:
-        raise b.error(f"{kind}() seed must be an integer scalar, got {s.type}")
+    s = _random_seed(b, kind, seed, n_rounds)
     o = as_value(b, offset)
     if not o.dtype.is_int or o.dtype.is_bool or o.dtype.bits > 32:
         raise b.error(f"{kind}() offsets must be int32 or uint32, got {o.dtype.name} "
@@ -1022,9 +1018,16 @@ def random(b: Builder, kind: str, seed: Operand, offset: Operand, n_rounds: Any
     return tuple(op.results) if count > 1 else op.result
 
 
-# Philox 4x32's multipliers and key increments (Salmon et al.; triton.language.random)
-_PHILOX_ROUND = (0xD2511F53, 0xCD9E8D57)
-_PHILOX_KEY = (0x9E3779B9, 0xBB67AE85)
+def _random_seed(b: Builder, kind: str, seed: Operand, n_rounds: Any) -> Value:
+    """The seed of a random-number builtin, a scalar integer, after checking it and
+    the constexpr ``n_rounds``."""
+    if not isinstance(n_rounds, int) or isinstance(n_rounds, bool) or n_rounds < 0:
+        raise b.error(f"{kind}() n_rounds must be a non-negative constexpr integer, "
+                      f"got {n_rounds!r}")
+    s = as_value(b, seed)
+    if s.shape or not s.dtype.is_int or s.dtype.is_bool:
+        raise b.error(f"{kind}() seed must be an integer scalar, got {s.type}")
+    return s
 
 
 def philox(b: Builder, seed: Operand, counters: tuple[Operand, ...], n_rounds: Any
@@ -1032,12 +1035,7 @@ def philox(b: Builder, seed: Operand, counters: tuple[Operand, ...], n_rounds: A
     """Triton's ``philox`` for 32-bit counters: the seed's low and high words are the
     key; each round multiplies, takes ``umulhi`` and xors as ``philox_impl`` does, in
     uint32 arithmetic (so every backend computes it with ops it has)."""
-    if not isinstance(n_rounds, int) or isinstance(n_rounds, bool) or n_rounds < 0:
-        raise b.error(f"philox() n_rounds must be a non-negative constexpr integer, "
-                      f"got {n_rounds!r}")
-    s = as_value(b, seed)
-    if s.shape or not s.dtype.is_int or s.dtype.is_bool:
-        raise b.error(f"philox() seed must be an integer scalar, got {s.type}")
+    s = _random_seed(b, "philox", seed, n_rounds)
     words = []
     for i, c in enumerate(counters):
         v = as_value(b, c)
@@ -1049,7 +1047,7 @@ def philox(b: Builder, seed: Operand, counters: tuple[Operand, ...], n_rounds: A
     wide = cast(b, s, dt.uint64)
     k0 = cast(b, binary(b, "and", wide, 0xFFFFFFFF), dt.uint32)
     k1 = cast(b, binary(b, "and", binary(b, "rshift", wide, 32), 0xFFFFFFFF), dt.uint32)
-    round_a, round_b = (as_value(b, m, dt.uint32) for m in _PHILOX_ROUND)
+    round_a, round_b = (as_value(b, m, dt.uint32) for m in philox_constants.M32)
     c0, c1, c2, c3 = words
     for _ in range(n_rounds):
         hi_b, hi_a = umulhi(b, round_b, c2), umulhi(b, round_a, c0)
@@ -1057,7 +1055,7 @@ def philox(b: Builder, seed: Operand, counters: tuple[Operand, ...], n_rounds: A
                           binary(b, "mul", round_b, c2),
                           binary(b, "xor", binary(b, "xor", hi_a, c3), k1),
                           binary(b, "mul", round_a, c0))
-        k0, k1 = binary(b, "add", k0, _PHILOX_KEY[0]), binary(b, "add", k1, _PHILOX_KEY[1])
+        k0, k1 = (binary(b, "add", k, w) for k, w in zip((k0, k1), philox_constants.W32))
     shape = broadcast_shapes(b, broadcast_shapes(b, c0.shape, c1.shape, "philox"),
                              broadcast_shapes(b, c2.shape, c3.shape, "philox"), "philox")
     return tuple(broadcast_to(b, c, shape) for c in (c0, c1, c2, c3))
