@@ -65,6 +65,25 @@ def next_power_of_2(n: int) -> int:
     return 1 << max(int(n) - 1, 0).bit_length()
 
 
+@constexpr_function
+def log2_floor(n: int) -> int:
+    """``triton.language.standard._log2`` on a constexpr: floor(log2(n)), 0 for n <= 1
+    (FlagGems' topk and Triton's own bitonic sort call it on a block's length)."""
+    return max(int(n), 1).bit_length() - 1
+
+
+@constexpr_function
+def is_power_of_two(n: int) -> bool:
+    """``triton.language.standard._is_power_of_two`` on a constexpr."""
+    n = int(n)
+    return (n & (n - 1)) == 0 and n != 0
+
+
+# Triton's compile-time helpers (plain functions of constexprs), by name.
+_CONSTEXPR_HELPERS = {"next_power_of_2": next_power_of_2, "_log2": log2_floor,
+                      "_is_power_of_two": is_power_of_two}
+
+
 def _module(obj: Any) -> str:
     module = getattr(obj, "__module__", None)
     return module if isinstance(module, str) else ""
@@ -101,8 +120,8 @@ def translate(obj: Any) -> Any:
         name = getattr(obj, "__name__", "")
         if name == "cdiv":
             return lang.cdiv  # folds on constexprs, and works on tensors
-        if name == "next_power_of_2":
-            return next_power_of_2
+        if name in _CONSTEXPR_HELPERS:
+            return _CONSTEXPR_HELPERS[name]
         name = _RENAMED.get(name, name)
         target = getattr(lang, name, None)
         if target is not None and getattr(target, "__dsl_builtin__", False):

@@ -20,6 +20,8 @@ import dsl.triton_compat
 
 triton = pytest.importorskip("triton") if not os.environ.get("CI") else __import__("triton")
 tl = triton.language
+_log2 = triton.language.standard._log2
+_is_power_of_two = triton.language.standard._is_power_of_two
 
 # Off the device, @triton.autotune needs the switch installed before it is applied (it
 # asks the device driver for a benchmarker); DSL_TRITON_INTERPRET=1 does this at start-up.
@@ -256,6 +258,28 @@ def test_constexpr_value_and_plain_functions_run_at_compile_time():
     with pytest.raises(dsl.DSLCompileError, match="_accumulator_type.. failed at compile "
                                                    "time: AttributeError"):
         dsl.from_triton(fails)[(1,)](x, out)
+
+
+@triton.jit
+def log2_of_block_length(x_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    steps: tl.constexpr = _log2(x.shape[0])  # FlagGems' topk: bitonic stages
+    tl.static_assert(_is_power_of_two(N) == (N & (N - 1) == 0))
+    tl.store(out_ptr + offs, x * steps + _is_power_of_two(N))
+
+
+def test_triton_standard_log2_and_is_power_of_two_run_at_compile_time():
+    """``triton.language.standard._log2`` and ``_is_power_of_two`` (FlagGems' topk) were
+    refused as "not supported yet"; they are Triton's plain functions of constexprs."""
+    for n, steps, power in ((16, 4, 1), (1, 0, 1), (8, 3, 1)):
+        x = np.arange(1, n + 1, dtype=np.float32)
+        out = np.zeros(n, np.float32)
+        dsl.from_triton(log2_of_block_length)[(1,)](x, out, N=n)
+        np.testing.assert_array_equal(out, x * steps + power)
+    x = np.arange(16, dtype=np.float32)
+    differential(dsl.from_triton(log2_of_block_length), (x, np.zeros_like(x)), {"N": 16},
+                 grid=(1,))
 
 
 @triton.jit
