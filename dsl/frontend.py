@@ -45,7 +45,7 @@ from dsl.errors import DSLCompileError, SourceLoc
 from dsl.ir import SUB_BLOCK_PARAM, Block, Function, Param, Type, Value, ViewType, verify
 from dsl.layout import Layout
 from dsl.opdefs import elementwise
-from dsl.pointers import BlockPointer, Pointer
+from dsl.pointers import BlockPointer, Pointer, PointerChoice
 from dsl.semantic import Builder, ViewArg
 from dsl.views import broadcast_to as host_broadcast_to
 
@@ -402,7 +402,7 @@ def _carriable(x: Any) -> bool:
     if type(x) is tuple:
         return all(_carriable(e) for e in x)
     return _is_value(x) or sem.is_pyscalar(x) or isinstance(x, (Pointer, BlockPointer,
-                                                                  ViewArg))
+                                                                  ViewArg, PointerChoice))
 
 
 def _flatten(b: Builder, x: Any, like: list[Value] | None = None
@@ -416,6 +416,9 @@ def _flatten(b: Builder, x: Any, like: list[Value] | None = None
     if isinstance(x, Pointer):
         view = x.view
         return [x.offset], lambda vs: Pointer(view, vs[0])
+    if isinstance(x, PointerChoice):
+        views = x.views
+        return [x.which, x.offset], lambda vs: PointerChoice(views, vs[0], vs[1])
     if isinstance(x, BlockPointer):
         bp = x
         values = [bp.origin.offset] + [sem.as_value(b, o, like[1 + i].dtype if like else None)
@@ -452,7 +455,7 @@ def _flatten_tuple(b: Builder, x: tuple[Any, ...], like: list[Value] | None
 def _kind(x: Any) -> str:
     if type(x) is tuple:
         return f"tuple of {len(x)}"
-    if isinstance(x, (Pointer, ViewArg)):
+    if isinstance(x, (Pointer, ViewArg, PointerChoice)):
         return "pointer"
     return "block pointer" if isinstance(x, BlockPointer) else "value"
 
@@ -477,10 +480,9 @@ def _structure_mismatch(a: Any, b: Any) -> str | None:
                      if (why := _structure_mismatch(x, y)) is not None), None)
     if _kind(a) == "value":
         return None
-    view_a = a if isinstance(a, ViewArg) else a.view
-    view_b = b if isinstance(b, ViewArg) else b.view
-    if view_a.name != view_b.name:
-        return f"a pointer into '{view_a.name}' and a pointer into '{view_b.name}'"
+    into_a, into_b = (", ".join(f"'{v.name}'" for v in ptrs.views_of(x)) for x in (a, b))
+    if into_a != into_b:
+        return f"a pointer into {into_a} and a pointer into {into_b}"
     if isinstance(a, BlockPointer) and (
             _differ(a.shape, b.shape) or _differ(a.strides, b.strides)
             or a.block_shape != b.block_shape or a.order != b.order):
@@ -655,7 +657,7 @@ class _Visitor:
 
     def stmt_If(self, node: ast.If, rest: list[ast.stmt] | None = None) -> None:
         cond = self.expr(node.test)
-        if isinstance(cond, (ViewArg, Pointer)) and self.src.triton:
+        if isinstance(cond, (ViewArg, Pointer, PointerChoice)) and self.src.triton:
             cond = True  # a pointer argument given (None would be a constexpr None)
         if isinstance(cond, ViewArg):
             raise self.error(node.test, "a tensor argument is not a condition")
@@ -741,9 +743,16 @@ class _Visitor:
                 kinds = sorted({type(o).__name__ for o in objects if not _carriable(o)})
                 unmerged[n] = _Unmerged(n, " or ".join(kinds))
                 continue
+            objects = self._unify_pointers(node, blocks, *objects)
             why = _structure_mismatch(objects[0], objects[1])
             if why is not None:
                 raise self.error(node, f"'{n}' is {why} in the two branches of this 'if'")
+            if _kind(objects[0]) == "pointer":
+                shapes = [[] if isinstance(o, ViewArg) else list(o.shape) for o in objects]
+                if shapes[0] != shapes[1]:
+                    raise self.error(node, f"'{n}' is a pointer of shape {shapes[0]} in one "
+                                           f"branch and of shape {shapes[1]} in the other; "
+                                           "give both one shape")
             typed = [o for o in objects if _is_value(o)]
             first, rebuild = _flatten(self.b, objects[0], typed[:1] or None)
             second, _ = _flatten(self.b, objects[1], first)
@@ -771,6 +780,29 @@ class _Visitor:
         if all(returned):
             raise _Return(self.scope.pop(_RETURNED))
         self.run_body(rest)
+
+    def _unify_pointers(self, node: ast.If, blocks: list[Block], a: Any, b: Any
+                        ) -> tuple[Any, Any]:
+        """The objects a name holds in the two branches of an ``if``, with pointers into
+        different arguments made choices among them (``dsl.pointers.PointerChoice``),
+        each emitted in its branch; anything else as it is."""
+        if type(a) is tuple and type(b) is tuple and len(a) == len(b):
+            pairs = [self._unify_pointers(node, blocks, x, y) for x, y in zip(a, b)]
+            return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+        if not (ptrs.is_pointer(a) and ptrs.is_pointer(b)):
+            return a, b
+        self.at(node)
+        views = ptrs.merged_views(self.b, a, b)
+        if views is None:
+            return a, b
+        out = []
+        for block, p in zip(blocks, (a, b)):
+            self.b.blocks.append(block)
+            try:
+                out.append(ptrs.choice_over(self.b, p, views))
+            finally:
+                self.b.blocks.pop()
+        return out[0], out[1]
 
     def _widen_offsets(self, blocks: list[Block], first: list[Value], second: list[Value]
                        ) -> tuple[list[Value], list[Value]]:
@@ -1058,7 +1090,7 @@ class _Visitor:
                 return base.dtype
             raise self.error(node, f"a tensor descriptor has no attribute '{attr}' (has "
                                    ".load, .store, .block_shape, .dtype)")
-        if isinstance(base, (Pointer, BlockPointer)):
+        if isinstance(base, (Pointer, BlockPointer, PointerChoice)):
             if attr in ("dtype", "type"):
                 return base.dtype
             raise self.error(node, f"a pointer has no attribute '{attr}' (has .dtype)")
@@ -1232,7 +1264,7 @@ class _Visitor:
 
     def expr_Subscript(self, node: ast.Subscript) -> Any:
         base = self.expr(node.value)
-        if isinstance(base, Pointer):  # ptrs[:, None] indexes the offsets
+        if isinstance(base, (Pointer, PointerChoice)):  # ptrs[:, None] indexes the offsets
             return ptrs.map_offsets(base, lambda off: self.subscript(node, off))
         if not _is_value(base):
             index = self.expr(node.slice)
@@ -1346,10 +1378,11 @@ class _Visitor:
         if handler is None:
             raise self.error(node, f"dsl.{fn.__name__}() cannot be called here")
         arguments = bound.arguments
-        if fn.__name__ in _OFFSET_BUILTINS and isinstance(arguments.get("input"), Pointer):
+        if fn.__name__ in _OFFSET_BUILTINS and isinstance(arguments.get("input"),
+                                                          (Pointer, PointerChoice)):
             # a shape op or hint on a pointer block applies to its offsets
-            ptr = arguments["input"]
-            return Pointer(ptr.view, handler(self, node, **{**arguments, "input": ptr.offset}))
+            return ptrs.map_offsets(arguments["input"], lambda offset: handler(
+                self, node, **{**arguments, "input": offset}))
         if fn.__name__ == "where" and (ptrs.is_pointer(arguments["x"]) or
                                        ptrs.is_pointer(arguments["y"])):
             return ptrs.select(self.b, arguments["condition"], arguments["x"], arguments["y"])
@@ -1562,7 +1595,7 @@ def _pointer_form(v: _Visitor, target: Any, index: Any) -> bool:
     """True when a memory builtin addresses through a pointer (Triton's form): a
     pointer block, or a bare tensor argument with no index (or in a Triton kernel,
     where every tensor argument is a pointer)."""
-    if isinstance(target, Pointer):
+    if isinstance(target, (Pointer, PointerChoice)):
         return True
     return isinstance(target, ViewArg) and (index is None or v.src.triton)
 
@@ -1605,6 +1638,14 @@ def _load(v: _Visitor, node: ast.AST, pointer: Any, index: Any, mask: Any, other
     _no_boundary_check(v, node, "load", boundary_check)
     if _pointer_form(v, pointer, index):
         mask, other = _shifted(v, node, "load", index, mask, other)
+        if isinstance(pointer, PointerChoice):
+            if other is not None and mask is None:
+                raise v.error(node, "load() got other= without mask=")
+            loaded = None  # each argument's lanes, picked by the program's choice
+            for chosen, addr, narrowed in ptrs.accesses(v.b, pointer, mask):
+                part = sem.load(v.b, addr, None, narrowed, other)
+                loaded = part if loaded is None else sem.where(v.b, chosen, part, loaded)
+            return loaded
         return sem.load(v.b, ptrs.address(v.b, pointer), None, mask, other)
     return sem.load(v.b, _view_arg(v, node, pointer, "load"), index, mask, other)
 
@@ -1620,6 +1661,10 @@ def _store(v: _Visitor, node: ast.AST, pointer: Any, index: Any, value: Any, mas
     _no_boundary_check(v, node, "store", boundary_check)
     if _pointer_form(v, pointer, index):
         value, mask = _shifted(v, node, "store", index, value, mask)
+        if isinstance(pointer, PointerChoice) and value is not None:
+            for _, addr, narrowed in ptrs.accesses(v.b, pointer, mask):
+                sem.store(v.b, addr, None, value, narrowed)
+            return None
         target: Any = ptrs.address(v.b, pointer)
     else:
         target = _view_arg(v, node, pointer, "store")
@@ -1646,6 +1691,15 @@ def _atomic(op: str) -> Callable[..., Any]:
     def handler(v: _Visitor, node: ast.AST, pointer: Any, index: Any, val: Any, mask: Any,
                 sem: Any, scope: Any) -> Any:
         what = f"atomic_{op}"
+        if isinstance(pointer, PointerChoice):
+            val, mask = _shifted(v, node, what, index, val, mask)
+            if val is None:
+                raise v.error(node, f"{what}() needs a value")
+            old = None  # each argument's lanes, picked by the program's choice
+            for chosen, addr, narrowed in ptrs.accesses(v.b, pointer, mask):
+                part = sem_.atomic(v.b, op, addr, None, val, narrowed, sem, scope)
+                old = part if old is None else sem_.where(v.b, chosen, part, old)
+            return old
         target, pointer_form = _memory_target(v, node, what, pointer, index)
         if pointer_form:
             val, mask = _shifted(v, node, what, index, val, mask)

@@ -18,6 +18,15 @@ load or store through it expands to the pointer block ``base + sum(coord_d *
 stride_d)`` and, for the dimensions in ``boundary_check``, the mask ``0 <= coord_d <
 shape_d``, so block pointers lower to the same ``tl.load(ptr + offsets, mask)``
 calls as pointer arithmetic.
+
+A ``PointerChoice`` is one pointer name that a runtime ``if`` bound to different
+arguments in its branches (FlagGems' ``cat``: ``if pid == 0: p = a_ptr`` ... ``else:
+p = b_ptr``). It keeps every argument it may point into, the program's choice
+``which`` (a scalar int32 the ``if`` yields) and one offset. Pointer arithmetic
+moves the offset; a load, store or atomic through it becomes one masked access per
+argument (``mask & (which == k)``), each bound-checked against its own argument, and
+a load's results are selected by ``which``. So the rule that each memory op
+addresses one argument holds, and the backends need nothing new.
 """
 
 from __future__ import annotations
@@ -49,15 +58,94 @@ class Pointer:
         return self.view.dtype
 
 
+@dataclass(frozen=True)
+class PointerChoice:
+    """A pointer into ``views[which]`` at ``offset``: a name a runtime ``if`` bound to
+    different tensor arguments in its branches (see the module doc)."""
+
+    views: tuple[ViewArg, ...]  # distinct arguments, one element type
+    which: Value  # scalar int32: the index of the program's argument in ``views``
+    offset: Value  # elements from that argument's first element; an integer dtype
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.offset.shape
+
+    @property
+    def dtype(self) -> dt.DType:
+        return self.views[0].dtype
+
+    @property
+    def names(self) -> str:
+        return ", ".join(f"'{v.name}'" for v in self.views)
+
+
+AnyPointer = Pointer | ViewArg | PointerChoice
+
+
 def is_pointer(x: object) -> bool:
-    return isinstance(x, (Pointer, ViewArg))
+    return isinstance(x, (Pointer, ViewArg, PointerChoice))
 
 
 def as_pointer(b: Builder, x: Pointer | ViewArg) -> Pointer:
     """A tensor argument as the pointer to its first element."""
     if isinstance(x, Pointer):
         return x
+    if isinstance(x, PointerChoice):
+        raise b.error(f"a pointer that a runtime 'if' bound to different arguments "
+                      f"({x.names}) supports + and - of offsets, load, store and atomics "
+                      "(not comparisons, where(), block pointers or atomic_cas)")
     return Pointer(x, sem.constant(b, 0, dt.int32))
+
+
+def views_of(p: Any) -> tuple[ViewArg, ...]:
+    """The arguments a pointer (or a block pointer) may point into."""
+    if isinstance(p, PointerChoice):
+        return p.views
+    return (p if isinstance(p, ViewArg) else p.view,)
+
+
+def merged_views(b: Builder, p: AnyPointer, q: AnyPointer) -> tuple[ViewArg, ...] | None:
+    """The arguments a pointer bound to ``p`` in one branch of an ``if`` and to ``q``
+    in the other may point into (``p``'s first); None when both point into one."""
+    views = list(views_of(p))
+    for v in views_of(q):
+        if all(v.name != u.name for u in views):
+            views.append(v)
+    if len(views) == 1:
+        return None
+    if len({v.dtype for v in views}) != 1:
+        kinds = " and ".join(f"'{v.name}' ({v.dtype.name})" for v in views)
+        raise b.error(f"a pointer into {kinds} in the branches of one 'if': its arguments "
+                      "must have one element type")
+    return tuple(views)
+
+
+def choice_over(b: Builder, p: AnyPointer, views: tuple[ViewArg, ...]) -> PointerChoice:
+    """``p`` as a choice among ``views`` (which hold all of its arguments): emitted
+    where ``p`` is, in its branch of the ``if``."""
+    position = {v.name: k for k, v in enumerate(views)}
+    if not isinstance(p, PointerChoice):
+        ptr = as_pointer(b, p)
+        return PointerChoice(views, sem.constant(b, position[ptr.view.name], dt.int32),
+                             ptr.offset)
+    which = p.which
+    moves = [(k, position[v.name]) for k, v in enumerate(p.views) if position[v.name] != k]
+    for old, new in moves:  # (its own arguments first: no move unless ``q`` came first)
+        which = sem.where(b, sem.binary(b, "eq", p.which, old), new, which)
+    return PointerChoice(views, which, p.offset)
+
+
+def accesses(b: Builder, p: PointerChoice, mask: Any) -> list[tuple[Value, Address, Any]]:
+    """A memory op through a choice: per argument, the condition that it is the
+    program's, the address there and the op's mask narrowed to it."""
+    out = []
+    for k, view in enumerate(p.views):
+        chosen = sem.binary(b, "eq", p.which, k)
+        narrowed = chosen if mask is None or mask is True else sem.binary(b, "and", mask,
+                                                                          chosen)
+        out.append((chosen, address(b, Pointer(view, p.offset)), narrowed))
+    return out
 
 
 def _offset_operand(b: Builder, delta: Operand, what: str) -> Operand:
@@ -70,12 +158,15 @@ def _offset_operand(b: Builder, delta: Operand, what: str) -> Operand:
     return delta
 
 
-def offset_by(b: Builder, ptr: Pointer | ViewArg, delta: Operand, subtract: bool = False
-              ) -> Pointer:
-    """``ptr + delta`` (or ``ptr - delta``): a pointer into the same argument."""
-    p = as_pointer(b, ptr)
+def offset_by(b: Builder, ptr: AnyPointer, delta: Operand, subtract: bool = False
+              ) -> Pointer | PointerChoice:
+    """``ptr + delta`` (or ``ptr - delta``): a pointer into the same argument(s)."""
     what = "pointer " + ("-" if subtract else "+")
     step = _offset_operand(b, delta, what)
+    if isinstance(ptr, PointerChoice):
+        return dataclasses.replace(ptr, offset=sem.binary(b, "sub" if subtract else "add",
+                                                          ptr.offset, step))
+    p = as_pointer(b, ptr)
     return Pointer(p.view, sem.binary(b, "sub" if subtract else "add", p.offset, step))
 
 
@@ -106,10 +197,10 @@ def select(b: Builder, cond: Operand, x: Pointer | ViewArg, y: Pointer | ViewArg
     return Pointer(p.view, sem.where(b, cond, p.offset, q.offset))
 
 
-def map_offsets(ptr: Pointer, fn: Any) -> Pointer:
+def map_offsets(ptr: Pointer | PointerChoice, fn: Any) -> Pointer | PointerChoice:
     """A shape op (broadcast, reshape, expand_dims, permute, a hint) applied to the
     offsets of a pointer block."""
-    return Pointer(ptr.view, fn(ptr.offset))
+    return dataclasses.replace(ptr, offset=fn(ptr.offset))
 
 
 def address(b: Builder, ptr: Pointer | ViewArg) -> Address:

@@ -434,8 +434,8 @@ def test_pointers_moved_under_a_runtime_if_keep_their_moves():
 
 
 @pytest.mark.parametrize("body, message", [
-    ("    if n > 2:\n        p = out_ptr\n", "'p' is a pointer into 'out_ptr' and a pointer "
-     "into 'x_ptr' in the two branches of this 'if'"),
+    ("    if n > 2:\n        p = out_ptr\n", "'p' is a pointer of shape \\[\\] in one branch "
+     "and of shape \\[4\\] in the other"),
     ("    if n > 2:\n        p = (p, p)\n", "'p' is a tuple of 2 and a pointer in the two "
      "branches of this 'if'"),
     ("    for i in range(n):\n        p = out_ptr\n", "loop-carried variable 'p' is a pointer "
@@ -499,6 +499,109 @@ def test_a_block_pointer_remade_in_each_iteration_carries():
     x, out = np.arange(32, dtype=np.float32), np.zeros(8, np.float32)
     remade_each_iteration(x, out, 32, BLOCK=8)
     np.testing.assert_array_equal(out, x.reshape(4, 8).sum(0))
+
+
+@dsl.jit
+def cat_three(out_ptr, a_ptr, b_ptr, c_ptr, n, BLOCK: dsl.constexpr):
+    """FlagGems' cat: one pointer name bound to the program's input in an if/elif."""
+    pid, part = dsl.program_id(0), dsl.program_id(1)
+    if part == 0:
+        src = a_ptr
+    elif part == 1:
+        src = b_ptr + 0  # a pointer, not the bare argument, in one branch
+    else:
+        src = c_ptr
+    src += pid * BLOCK  # moved after the if: one offset for every argument
+    offs = dsl.arange(0, BLOCK)
+    mask = pid * BLOCK + offs < n
+    x = dsl.load(src + offs, mask=mask, other=-1.0)
+    dsl.store(out_ptr + part * n + pid * BLOCK + offs, x * 2.0, mask=mask)
+
+
+@dsl.jit
+def add_into_own_output(a_ptr, b_ptr, x_ptr, n, BLOCK: dsl.constexpr):
+    """Stores, atomics and a loop through a pointer chosen per program."""
+    pid = dsl.program_id(0)
+    dst = a_ptr
+    if pid == 1:
+        dst = b_ptr
+    offs = dsl.arange(0, BLOCK)
+    for chunk in range(0, dsl.cdiv(n, BLOCK)):
+        mask = chunk * BLOCK + offs < n
+        x = dsl.load(x_ptr + pid * n + chunk * BLOCK + offs, mask=mask)
+        dsl.store(dst + offs, x, mask=mask)
+        old = dsl.atomic_add(dst + offs, 1.0, mask=mask)  # old: the stored x
+        dsl.store(x_ptr + pid * n + chunk * BLOCK + offs, old * 10.0, mask=mask)
+        dst += BLOCK
+
+
+def test_one_pointer_name_bound_to_different_arguments_in_an_if_reads_the_chosen_one():
+    n = 37
+    a, b, c = (np.random.rand(n).astype(np.float32) + k for k in (0, 10, 100))
+    out = np.zeros(3 * n, np.float32)
+    cat_three[(3, 3)](out, a, b, c, n, BLOCK=16)
+    np.testing.assert_array_equal(out, np.concatenate([a, b, c]) * 2)
+
+
+def test_stores_and_atomics_through_a_chosen_pointer_write_only_the_chosen_argument():
+    n = 20
+    x = np.random.rand(2 * n).astype(np.float32)
+    a, b, xs = np.zeros(n, np.float32), np.zeros(n, np.float32), x.copy()
+    add_into_own_output[(2,)](a, b, xs, n, BLOCK=8)
+    np.testing.assert_array_equal(a, x[:n] + 1)
+    np.testing.assert_array_equal(b, x[n:] + 1)
+    np.testing.assert_array_equal(xs, x * 10)
+
+
+def test_a_chosen_pointer_past_its_argument_names_that_argument_and_writes_nothing():
+    a, b, c = np.ones(40, np.float32), np.ones(20, np.float32), np.ones(40, np.float32)
+    out = np.full(120, 7.0, np.float32)
+    with pytest.raises(dsl.OutOfBoundsError) as info:
+        cat_three[(3, 3)](out, a, b, c, 40, BLOCK=16)  # b holds 20 elements, not 40
+    message = str(info.value)
+    assert "'b_ptr'" in message and "pointer offset 20" in message, message
+    assert "program id (1, 1, 0)" in message and "lane 4" in message, message
+    assert (out == 7.0).all()
+
+
+def test_chosen_pointers_compiled_cpu_bit_exact(cpu_toolchain):
+    n = 37
+    a, b, c = (np.random.rand(n).astype(np.float32) + k for k in (0, 10, 100))
+    differential(cat_three, (np.zeros(3 * n, np.float32), a, b, c, n), {"BLOCK": 16},
+                 grid=(3, 3))
+
+
+def test_chosen_pointers_lower_to_hivm_within_ub(toolchain):
+    f32 = dsl.tensor_spec("float32")
+    lowered = cat_three.lower(f32, f32, f32, f32, 1 << 20, target="Ascend910B4", BLOCK=1024)
+    assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
+
+
+@pytest.mark.parametrize("use, message", [
+    ("p < x_ptr", "a pointer that a runtime 'if' bound to different arguments \\('y_ptr', "
+     "'x_ptr'\\) supports \\+ and - of offsets"),
+    ("dsl.where(n > 1, p, x_ptr)", "bound to different arguments"),
+])
+def test_a_chosen_pointer_compared_or_selected_is_a_clear_error(kernel_from_source, use,
+                                                                 message):
+    kernel, _ = kernel_from_source("chosen", "import dsl\n\n@dsl.jit\n"
+                                   "def chosen(x_ptr, y_ptr, out_ptr, n):\n"
+                                   "    p = x_ptr\n    if n > 2:\n        p = y_ptr\n"
+                                   f"    q = {use}\n"
+                                   "    dsl.store(out_ptr, n)\n")
+    with pytest.raises(dsl.DSLCompileError, match=message):
+        kernel(np.zeros(4, np.float32), np.zeros(4, np.float32), np.zeros(4, np.float32), 4)
+
+
+def test_pointers_into_arguments_of_different_types_in_an_if_are_an_error(kernel_from_source):
+    kernel, _ = kernel_from_source("mixed", "import dsl\n\n@dsl.jit\n"
+                                   "def mixed(x_ptr, y_ptr, out_ptr, n):\n"
+                                   "    p = x_ptr\n    if n > 2:\n        p = y_ptr\n"
+                                   "    dsl.store(out_ptr, dsl.load(p))\n")
+    with pytest.raises(dsl.DSLCompileError, match="6:5: error: a pointer into 'y_ptr' "
+                                                  "\\(int32\\) and 'x_ptr' \\(float32\\) in "
+                                                  "the branches of one 'if'"):
+        kernel(np.zeros(4, np.float32), np.zeros(4, np.int32), np.zeros(4, np.float32), 4)
 
 
 @dsl.jit
