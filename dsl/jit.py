@@ -69,6 +69,7 @@ from dsl.views import (
     is_torch_tensor,
     mark_written,
     partially_overlaps,
+    wrapped_tensor,
 )
 
 Grid = int | Sequence[int] | Callable[[dict[str, Any]], Sequence[int]]
@@ -271,13 +272,24 @@ class JITFunction(InlinableKernel):
                 f"argument {name!r}: expected a NumPy array or a CPU torch tensor, got "
                 f"{type(value).__name__}, an object with data_ptr() but no memory this "
                 "project can read and bound-check; pass the tensor it wraps (or a view "
-                "of it, such as torch.as_strided)")
+                "of it, such as torch.as_strided), or a wrapper that names that tensor "
+                "as _base and has dtype, shape and stride()")
         if spec is None:
             raise self._def_error(
                 f"argument {name!r}: expected a tensor, a number or None, got "
                 f"{type(value).__name__} (mark the parameter dsl.constexpr to pass "
                 "compile-time values)")
         return spec
+
+    def wrapped_argument(self, name: str, value: Any) -> np.ndarray | None:
+        """The NumPy view of a tensor-like wrapper argument (``views.wrapped_tensor``:
+        FlagGems' ``StridedBuffer``), or None for anything else."""
+        if not hasattr(value, "data_ptr") or _is_tensor(value):
+            return None
+        try:
+            return wrapped_tensor(value)
+        except (TypeError, ValueError) as exc:
+            raise self._def_error(f"argument {name!r}: {exc}") from None
 
     def bind_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Binding:
         """Check arguments against the signature and specialize each one; block
@@ -308,7 +320,10 @@ class JITFunction(InlinableKernel):
                 specs[p.name] = ConstSpec(None)
             elif isinstance(value, (TensorSpec, ScalarSpec)):  # a placeholder: lower() only
                 specs[p.name] = value
-            elif _is_tensor(value):
+            elif _is_tensor(value) or (wrapped := self.wrapped_argument(p.name, value)
+                                       ) is not None:
+                if not _is_tensor(value):
+                    value = wrapped  # (a tensor-like wrapper: the array it describes)
                 try:
                     view = bind_view(value)
                 except (TypeError, ValueError) as exc:

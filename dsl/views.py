@@ -239,6 +239,44 @@ def to_numpy(obj: Any) -> np.ndarray:
     raise TypeError(f"expected a NumPy array or a torch tensor, got {type(obj).__name__}")
 
 
+def wrapped_tensor(obj: Any) -> np.ndarray | None:
+    """The NumPy view a tensor-like wrapper describes, or None for any other object.
+
+    A wrapper (FlagGems' ``StridedBuffer``, which its generated launchers pass for
+    strided and flipped operands) offers ``data_ptr()``, ``dtype``, ``shape`` and
+    ``stride()`` and names the CPU torch tensor it reinterprets as ``_base``. Every
+    element it describes must lie in that tensor's storage (``ValueError``
+    otherwise), and the view is of that storage, so the bounds checks hold as for
+    the tensor itself. Negative strides are fine (a flip)."""
+    base = getattr(obj, "_base", None)
+    if not (is_torch_tensor(base) and callable(getattr(obj, "data_ptr", None))
+            and callable(getattr(obj, "stride", None)) and hasattr(obj, "shape")):
+        return None
+    if not base.is_cpu:
+        raise ValueError(f"{type(obj).__name__} over a tensor on device '{base.device}': "
+                         "this build runs kernels on CPU tensors and NumPy arrays only")
+    import torch
+
+    dtype = dt.from_torch(obj.dtype)
+    shape = tuple(int(n) for n in obj.shape)
+    strides = tuple(int(s) for s in obj.stride())
+    if len(strides) != len(shape):
+        raise ValueError(f"{type(obj).__name__} has shape {list(shape)} but strides "
+                         f"{list(strides)}")
+    storage = base.untyped_storage()
+    start = obj.data_ptr() - storage.data_ptr()  # bytes into the storage
+    item = dtype.np.itemsize
+    first, last = span(shape, strides) if all(shape) else (0, -1)  # elements from start
+    if all(shape) and (start + first * item < 0 or
+                       start + (last + 1) * item > storage.nbytes()):
+        raise ValueError(f"{type(obj).__name__} of shape {list(shape)} and strides "
+                         f"{list(strides)} at byte {start} of its tensor's storage reaches "
+                         f"outside its {storage.nbytes()} bytes")
+    raw = torch.empty(0, dtype=torch.uint8).set_(storage, 0, (storage.nbytes(),), (1,))
+    return np.ndarray(shape, dtype.np, buffer=raw.numpy(), offset=start,
+                      strides=tuple(s * item for s in strides))
+
+
 # (dtype, shape, strides) of C-contiguous arrays seen -> (DType, element strides):
 # viewing an array is on every launch's path.
 _CONTIGUOUS: dict[tuple, tuple[DType, tuple[int, ...]]] = {}

@@ -214,6 +214,62 @@ def test_a_tensor_like_wrapper_is_refused_naming_what_to_pass():
         dsl.from_triton(asserts_its_count)[(1,)](Wrapper(x), np.zeros(8, np.float32), 8, B=8)
 
 
+class Reinterpreted:
+    """A tensor-like wrapper written the way FlagGems' ``StridedBuffer`` is: another
+    shape, strides and start over the torch tensor it names as ``_base``."""
+
+    def __init__(self, base, shape, strides, offset=0) -> None:
+        self._base, self.dtype, self.offset = base, base.dtype, offset
+        self.shape, self._strides = tuple(shape), tuple(strides)
+
+    def data_ptr(self) -> int:
+        return self._base.data_ptr() + self.offset * self._base.element_size()
+
+    def stride(self) -> tuple[int, ...]:
+        return self._strides
+
+
+@triton.jit
+def copy_rows(x_ptr, out_ptr, rows, cols, sx0, sx1, so0, so1, R: tl.constexpr, C: tl.constexpr):
+    r = tl.arange(0, R)[:, None]
+    c = tl.arange(0, C)[None, :]
+    mask = (r < rows) & (c < cols)
+    x = tl.load(x_ptr + r * sx0 + c * sx1, mask=mask)
+    tl.store(out_ptr + r * so0 + c * so1, x + 1, mask=mask)
+
+
+def test_a_wrapper_naming_its_tensor_reads_and_writes_the_memory_it_describes(torch):
+    """FlagGems' generated launchers pass ``StridedBuffer`` wrappers (a flip is one with
+    negative strides); they were refused as addresses with no memory."""
+    base = torch.arange(12, dtype=torch.float32)
+    flipped = Reinterpreted(base.view(3, 4), (3, 4), (-4, -1), offset=11)
+    out = torch.zeros(3, 4)
+    kernel = dsl.from_triton(copy_rows)
+    kernel[(1,)](flipped, out, 3, 4, -4, -1, 4, 1, R=4, C=4)
+    torch.testing.assert_close(out, torch.flip(base.view(3, 4), (0, 1)) + 1, rtol=0, atol=0)
+    target = torch.zeros(12)  # stored through a wrapper: columns 1..2 of a 3x4 view
+    kernel[(1,)](base.view(3, 4), Reinterpreted(target, (3, 2), (4, 1), offset=1), 3, 2, 4, 1,
+                 4, 1, R=4, C=4)
+    expected = torch.zeros(3, 4)
+    expected[:, 1:3] = base.view(3, 4)[:, :2] + 1
+    torch.testing.assert_close(target.view(3, 4), expected, rtol=0, atol=0)
+    x = dsl.views.wrapped_tensor(flipped)
+    differential(kernel, (x, np.zeros((3, 4), np.float32), 3, 4, -4, -1, 4, 1),
+                 {"R": 4, "C": 4}, grid=(1,))
+    assert x.strides == (-16, -4)
+
+
+def test_a_wrapper_describing_memory_outside_its_tensor_is_refused(torch):
+    base = torch.zeros(12)
+    out = torch.zeros(12)
+    for shape, strides, offset in (((3, 5), (4, 1), 0), ((3, 4), (-4, -1), 10)):
+        with pytest.raises(dsl.DSLLaunchError, match="argument 'x_ptr': Reinterpreted of "
+                                                     "shape .* reaches outside its 48 bytes"):
+            dsl.from_triton(copy_rows)[(1,)](Reinterpreted(base, shape, strides, offset), out,
+                                             3, 4, 4, 1, 4, 1, R=4, C=8)
+    assert (out == 0).all()
+
+
 @triton.jit
 def _lowest(dtype: tl.constexpr):
     d = dtype.value  # tl.constexpr's .value, as FlagGems' get_dtype_min reads it
