@@ -278,7 +278,11 @@ def cast_with_modes(b: Builder, v: Value, dtype: DType, rounding: Any = None,
     for a narrowing float conversion) and triton-ascend's ``overflow_mode`` ("trunc",
     the default, or "saturate": out-of-range values become the nearest value of
     ``dtype``, a NaN converted to an integer 0). Both are spelled with existing ops,
-    so every backend computes them alike."""
+    so every backend computes them alike. A cast to ``v``'s own dtype is ``v``,
+    whatever the modes (Triton returns before it reads them: fla's kernels pass
+    ``fp_downcast_rounding`` with an output type that may be the input's)."""
+    if v.dtype == dtype:
+        return v
     if rounding not in (None, "rtne", "rtz"):
         raise b.error(f"fp_downcast_rounding must be 'rtne' or 'rtz', got {rounding!r}")
     if overflow not in (None, "trunc", "saturate"):

@@ -771,6 +771,18 @@ def test_a_cast_mode_that_does_not_apply_is_an_error(rounding, overflow, message
                                           ROUNDING=rounding, OVERFLOW=overflow)
 
 
+def test_a_cast_with_modes_to_the_same_type_is_no_op():
+    """``x.to(float32, fp_downcast_rounding="rtne")`` on float32 (fla's kernels cast to
+    ``y_ptr.dtype.element_ty``, which may be the input's type) was refused; Triton
+    returns the input before it reads the modes."""
+    x = np.float32([1 / 3, -2.5, 1e-45, np.inf])
+    for rounding in ("rtne", "rtz"):
+        y = np.zeros(4, np.float32)
+        dsl.from_triton(cast_modes)[(1,)](x, y, N=4, DST=tl.float32, ROUNDING=rounding,
+                                          OVERFLOW=None)
+        np.testing.assert_array_equal(y, x)
+
+
 def test_cast_modes_compiled_cpu_bit_exact_and_lowered(cpu_toolchain):
     x = np.random.default_rng(6).standard_normal(32).astype(np.float32) * 1e5
     kernel = dsl.from_triton(cast_modes)
