@@ -1048,8 +1048,11 @@ class _Visitor:
         return found
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
-        base = self.expr(node.value)
-        attr = node.attr
+        return self.attribute(node, self.expr(node.value), node.attr)
+
+    def attribute(self, node: ast.Attribute | ast.Call, base: Any, attr: str) -> Any:
+        """``base.attr`` (``node`` is the attribute, or a ``getattr(base, "attr")``
+        call: Triton's ``getattr(tl, FUNC)`` with a constexpr name)."""
         if self.src.triton and attr == "value" and (
                 base is None or isinstance(base, (DType, str, tuple)) or sem.is_pyscalar(base)):
             # Triton passes constexpr arguments as tl.constexpr objects, whose ``.value``
@@ -1118,7 +1121,11 @@ class _Visitor:
                 found = self.src.resolve_attribute(base, attr)
             except Unresolved as exc:
                 raise self.error(node, str(exc)) from None
-            self._record_chain(node, found)
+            if isinstance(node, ast.Attribute):
+                self._record_chain(node, found)
+            elif isinstance(node.args[0], ast.Name) and node.args[0].id not in self.scope \
+                    and self.b.reads is not None:
+                self.b.reads.record(self.src, (node.args[0].id, attr), found)
             return found
         raise self.error(node, f"attribute access on {type(base).__name__} is not supported")
 
@@ -1339,6 +1346,9 @@ class _Visitor:
                 return fn(*args, **kwargs)
             except Exception as exc:
                 raise self.error(node, f"{fn.__name__}() failed: {exc}") from None
+        if fn is pybuiltins.getattr and len(args) == 2 and not kwargs and \
+                isinstance(args[1], str):  # getattr(tl, FUNC): a constexpr attribute name
+            return self.attribute(node, args[0], args[1])
         if fn in _PY_FUNCS:
             if fn is pybuiltins.abs and args and _is_value(args[0]):
                 return self.call_builtin(node, lang.abs, args, kwargs)

@@ -247,7 +247,10 @@ def wrapped_tensor(obj: Any) -> np.ndarray | None:
     ``stride()`` and names the CPU torch tensor it reinterprets as ``_base``. Every
     element it describes must lie in that tensor's storage (``ValueError``
     otherwise), and the view is of that storage, so the bounds checks hold as for
-    the tensor itself. Negative strides are fine (a flip)."""
+    the tensor itself. Negative strides are fine (a flip). Triton's own wrapper,
+    ``triton.reinterpret(tensor, dtype)``, is its tensor's memory read as ``dtype``."""
+    if type(obj).__name__ == "TensorWrapper" and type(obj).__module__.startswith("triton."):
+        return _reinterpreted(obj)
     base = getattr(obj, "_base", None)
     if not (is_torch_tensor(base) and callable(getattr(obj, "data_ptr", None))
             and callable(getattr(obj, "stride", None)) and hasattr(obj, "shape")):
@@ -275,6 +278,22 @@ def wrapped_tensor(obj: Any) -> np.ndarray | None:
     raw = torch.empty(0, dtype=torch.uint8).set_(storage, 0, (storage.nbytes(),), (1,))
     return np.ndarray(shape, dtype.np, buffer=raw.numpy(), offset=start,
                       strides=tuple(s * item for s in strides))
+
+
+def _reinterpreted(wrapper: Any) -> np.ndarray:
+    """``triton.reinterpret(tensor, dtype)``: the tensor's memory as ``dtype``, which
+    must have its element size (Triton's unsigned integers over torch's signed ones)."""
+    name = getattr(wrapper.dtype, "name", str(wrapper.dtype))
+    try:
+        dtype = dt.by_name(name)  # (Triton's names: fp32, bf16, ... are aliases)
+    except (KeyError, ValueError):
+        raise TypeError(f"triton.reinterpret to {name}: not an element type of this "
+                        "project") from None
+    arr = to_numpy(wrapper.base)
+    if arr.itemsize != dtype.np.itemsize:
+        raise ValueError(f"triton.reinterpret of {arr.dtype} elements as {name}: the "
+                         "element sizes differ")
+    return arr.view(dtype.np)
 
 
 # (dtype, shape, strides) of C-contiguous arrays seen -> (DType, element strides):

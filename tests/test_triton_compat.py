@@ -214,6 +214,43 @@ def test_a_tensor_like_wrapper_is_refused_naming_what_to_pass():
         dsl.from_triton(asserts_its_count)[(1,)](Wrapper(x), np.zeros(8, np.float32), 8, B=8)
 
 
+@triton.jit
+def named_binary(a_ptr, b_ptr, c_ptr, FUNC: tl.constexpr):
+    offs = tl.arange(0, 4)
+    fn = getattr(tl, FUNC)  # Triton's own test_core picks ops by name this way
+    tl.store(c_ptr + offs, fn(tl.load(a_ptr + offs), tl.load(b_ptr + offs)))
+
+
+def test_getattr_with_a_constexpr_name_resolves_at_compile_time():
+    """``getattr(tl, FUNC)`` was refused ("'getattr' is not a DSL builtin")."""
+    a, b = np.float32([1, 5, -2, np.nan]), np.float32([3, 2, -7, 1])
+    for name, expected in (("maximum", np.fmax(a, b)), ("minimum", np.fmin(a, b))):
+        c = np.zeros(4, np.float32)
+        dsl.from_triton(named_binary)[(1,)](a, b, c, FUNC=name)
+        np.testing.assert_array_equal(c[:3], expected[:3])
+    with pytest.raises(dsl.DSLCompileError, match="no_such_op"):
+        dsl.from_triton(named_binary)[(1,)](a, b, np.zeros(4, np.float32), FUNC="no_such_op")
+
+
+@triton.jit
+def halve_bits(x_ptr, z_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(z_ptr + offs, tl.load(x_ptr + offs) >> 1)  # logical for unsigned elements
+
+
+def test_triton_reinterpret_reads_a_tensor_as_another_element_type(torch):
+    """``triton.reinterpret(t, tl.uint32)`` (Triton's way to pass unsigned tensors; its
+    test helpers use it for every unsigned dtype) was refused as a data_ptr() object."""
+    x = torch.tensor([-2, 4, -8, 16], dtype=torch.int32)
+    z = torch.zeros_like(x)
+    dsl.from_triton(halve_bits)[(1,)](triton.reinterpret(x, tl.uint32),
+                                      triton.reinterpret(z, tl.uint32), N=4)
+    np.testing.assert_array_equal(z.numpy(), (x.numpy().view(np.uint32) >> 1).view(np.int32))
+    with pytest.raises(dsl.DSLLaunchError, match="reinterpret of int32 elements as int8: the "
+                                                 "element sizes differ"):
+        dsl.from_triton(halve_bits)[(1,)](triton.reinterpret(x, tl.int8), z, N=4)
+
+
 class Reinterpreted:
     """A tensor-like wrapper written the way FlagGems' ``StridedBuffer`` is: another
     shape, strides and start over the torch tensor it names as ``_base``."""
