@@ -158,10 +158,26 @@ class KernelSource:
         return self.foreign(found) if inspect.ismodule(base) else found
 
     @staticmethod
-    def parse(fn: Callable[..., Any], translate: Callable[[Any], Any] | None = None
-              ) -> KernelSource:
-        found = _function_source(fn)
-        if found is None:  # the slow, general reader
+    def parse(fn: Callable[..., Any], translate: Callable[[Any], Any] | None = None,
+              text: str | None = None) -> KernelSource:
+        """``fn``'s definition, read from its file, or from ``text`` when given (a Triton
+        kernel whose ``src`` a script replaced: errors then name the lines of ``text``
+        counted from ``fn``'s first line)."""
+        found = _function_source(fn) if text is None else None
+        if text is not None:
+            raw = text
+            text = textwrap.dedent(raw)
+            first = fn.__code__.co_firstlineno
+            try:
+                tree = ast.parse(text).body[0]
+            except (SyntaxError, IndexError) as exc:
+                line = getattr(exc, "text", None) or ""
+                raise DSLCompileError(f"the source given for {fn.__name__} does not parse: "
+                                      f"{exc}\n    {line.strip()}") from None
+            if not isinstance(tree, ast.FunctionDef):
+                raise DSLCompileError(f"the source given for {fn.__name__} is not one "
+                                      "function definition")
+        elif found is None:  # the slow, general reader
             try:
                 lines, first = inspect.getsourcelines(fn)
             except (OSError, TypeError) as exc:

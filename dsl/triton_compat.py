@@ -34,6 +34,8 @@ objects by their module, and Triton is imported only by ``install``.
 from __future__ import annotations
 
 import contextlib
+import re
+import textwrap
 import types
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -172,13 +174,43 @@ def _all_kwargs(config: Any) -> dict[str, Any]:
                 getattr(config, "kwargs", config))
 
 
+def _given_source(kernel: Any) -> str | None:
+    """The ``src`` of the ``JITFunction`` in ``kernel`` (under its autotuner and
+    heuristics), which a script may replace (Triton compiles ``src``:
+    ``_unsafe_update_src``, the ``patch_kernel`` of Triton's own tests); None when
+    there is none."""
+    for _ in range(16):
+        inner = getattr(kernel, "fn", None)
+        if inner is None:
+            return None
+        if isinstance(inner, types.FunctionType):
+            src = getattr(kernel, "src", None)
+            return src if isinstance(src, str) else None
+        kernel = inner
+    return None
+
+
+def _parse(fn: Callable[..., Any], src: str | None) -> KernelSource:
+    """``fn``'s source, or ``src`` when it is not ``fn``'s own text (Triton's ``src``
+    is the dedented definition from ``def`` on, its decorators dropped)."""
+    source = KernelSource.parse(fn, translate)
+    if src is None:
+        return source
+    own = textwrap.dedent(source.text)
+    start = re.search(r"^def\s+\w+\s*\(", own, re.MULTILINE)
+    if start is not None and own[start.start():] == src:
+        return source
+    return KernelSource.parse(fn, translate, text=src)
+
+
 class TritonKernel(JITFunction):
     """A Triton kernel adapted to this project (see ``from_triton``)."""
 
     def __init__(self, fn: Callable[..., Any], configs: list[Any] | None = None,
                  heuristics: list[dict[str, Any]] | None = None, config: Any = None,
-                 tuner: Any = None) -> None:
-        super().__init__(fn, KernelSource.parse(fn, translate))
+                 tuner: Any = None, src: str | None = None) -> None:
+        super().__init__(fn, _parse(fn, src))
+        self.given_source = src  # the kernel's ``src`` this was made from
         self.configs = list(configs or [])
         self.heuristics = list(heuristics or [])
         self.tuner = tuner  # the Autotuner: its prune, reset_to_zero and pre_hook
@@ -204,7 +236,8 @@ class TritonKernel(JITFunction):
     def with_config(self, config: Any) -> TritonKernel:
         """The same kernel running ``config`` (an index into the autotune configs or
         a ``triton.Config``)."""
-        return TritonKernel(self.fn, self.configs, self.heuristics, config, self.tuner)
+        return TritonKernel(self.fn, self.configs, self.heuristics, config, self.tuner,
+                            self.given_source)
 
     def _launch(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any,
                 backend: str | None = None, options: Any = None, hot_tried: bool = False
@@ -324,10 +357,11 @@ def from_triton(kernel: Any, config: Any = None) -> TritonKernel:
     ``kernel[grid](...)`` on NumPy arrays and CPU torch tensors, ``launch(...,
     backend="cpu")`` and ``lower(...)`` like any DSL kernel."""
     cached = getattr(kernel, "_dsl_kernel", None)
-    if isinstance(cached, TritonKernel) and config is None:
+    if isinstance(cached, TritonKernel) and config is None and \
+            _given_source(kernel) is cached.given_source:  # (src not replaced since)
         return cached
     fn, configs, heuristics, tuner = _unwrap(kernel)
-    result = TritonKernel(fn, configs, heuristics, config, tuner)
+    result = TritonKernel(fn, configs, heuristics, config, tuner, _given_source(kernel))
     if config is None and not isinstance(kernel, types.FunctionType):
         with contextlib.suppress(AttributeError):  # a slotted wrapper: no cache
             kernel._dsl_kernel = result

@@ -251,6 +251,29 @@ def test_triton_reinterpret_reads_a_tensor_as_another_element_type(torch):
         dsl.from_triton(halve_bits)[(1,)](triton.reinterpret(x, tl.int8), z, N=4)
 
 
+@triton.jit
+def plus_one(x_ptr, z_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    tl.store(z_ptr + offs, x + 1)
+
+
+def test_a_kernel_whose_src_a_script_replaced_runs_the_new_source():
+    """Triton compiles a ``JITFunction``'s ``src``, which scripts replace (the
+    ``patch_kernel`` of Triton's test_core); this project ran the file's text."""
+    x = np.arange(4, dtype=np.float32)
+    kernel = triton.JITFunction(plus_one.fn)
+    z = np.zeros(4, np.float32)
+    dsl.from_triton(kernel)[(1,)](x, z, N=4)
+    np.testing.assert_array_equal(z, x + 1)
+    kernel.src = kernel.src.replace("x + 1", "x * 2")  # after a launch: made again
+    dsl.from_triton(kernel)[(1,)](x, z, N=4)
+    np.testing.assert_array_equal(z, x * 2)
+    kernel.src = kernel.src.replace("x * 2", "x * 2 +")  # errors name the given text
+    with pytest.raises(dsl.DSLCompileError, match="x \\* 2 \\+"):
+        dsl.from_triton(kernel)[(1,)](x, z, N=4)
+
+
 class Reinterpreted:
     """A tensor-like wrapper written the way FlagGems' ``StridedBuffer`` is: another
     shape, strides and start over the torch tensor it names as ``_base``."""
