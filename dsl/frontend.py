@@ -1184,12 +1184,39 @@ class _Visitor:
 
     def expr_IfExp(self, node: ast.IfExp) -> Any:
         cond = self.expr(node.test)
-        if _is_value(cond):
-            if self.src.triton:  # Triton selects: both sides are evaluated (no side effects)
-                return sem.where(self.b, cond, self.expr(node.body), self.expr(node.orelse))
+        if not _is_value(cond):
+            return self.expr(node.body if cond else node.orelse)
+        if not self.src.triton:
             raise self.error(node.test, "a conditional expression needs a constexpr condition; "
                                         "use dsl.where() for a runtime condition")
-        return self.expr(node.body if cond else node.orelse)
+        if not cond.shape and any(isinstance(n, ast.Call) for side in (node.body, node.orelse)
+                                  for n in ast.walk(side)):
+            return self.if_expression(node, cond)
+        # sides without calls have no effects: both are evaluated and selected
+        x, y = self.expr(node.body), self.expr(node.orelse)
+        if ptrs.is_pointer(x) and ptrs.is_pointer(y):
+            return ptrs.select(self.b, cond, x, y)
+        if ptrs.is_pointer(x) or ptrs.is_pointer(y):
+            raise self.error(node, "a conditional expression of a pointer and a "
+                                   f"{type(y if ptrs.is_pointer(x) else x).__name__}")
+        return sem.where(self.b, cond, x, y)
+
+    def if_expression(self, node: ast.IfExp, cond: Value) -> Any:
+        """``a if cond else b`` on a runtime scalar whose sides call something: an ``if``
+        whose branches each evaluate one side, as Triton compiles it, so the side not
+        taken does not run (``tl.load(p) if i < n else 0.0`` loads only below n)."""
+        name = ast.unparse(node)  # (the merged name errors mention)
+        branches = [[ast.copy_location(ast.Assign(
+            targets=[ast.copy_location(ast.Name(name, ast.Store()), side)], value=side), side)]
+            for side in (node.body, node.orelse)]
+        stmt = ast.copy_location(ast.If(test=node.test, body=branches[0],
+                                        orelse=branches[1]), node)
+        was_tail, self.at_tail = self.at_tail, False
+        try:
+            self.runtime_if(stmt, cond, [])
+        finally:
+            self.at_tail = was_tail
+        return self.scope.pop(name)
 
     def expr_BinOp(self, node: ast.BinOp) -> Any:
         return self.binop(node, node.op, self.expr(node.left), self.expr(node.right))

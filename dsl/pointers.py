@@ -190,8 +190,15 @@ def compare(b: Builder, op: str, lhs: Pointer | ViewArg, rhs: Pointer | ViewArg)
     return sem.binary(b, op, p.offset, q.offset)
 
 
-def select(b: Builder, cond: Operand, x: Pointer | ViewArg, y: Pointer | ViewArg) -> Pointer:
-    """``where(cond, p, q)`` of two pointers into one argument."""
+def select(b: Builder, cond: Operand, x: AnyPointer, y: AnyPointer
+           ) -> Pointer | PointerChoice:
+    """``where(cond, p, q)`` of two pointers into one argument, or, for a scalar
+    ``cond`` (``a_ptr if flag else b_ptr``), into different ones: a choice."""
+    views = merged_views(b, x, y) if is_pointer(x) and is_pointer(y) else None
+    if views is not None and not getattr(cond, "shape", ()):
+        p, q = choice_over(b, x, views), choice_over(b, y, views)
+        return PointerChoice(views, sem.where(b, cond, p.which, q.which),
+                             sem.where(b, cond, p.offset, q.offset))
     p, q = as_pointer(b, x), as_pointer(b, y)
     _same_argument(b, p, q, "where()")
     return Pointer(p.view, sem.where(b, cond, p.offset, q.offset))

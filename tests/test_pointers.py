@@ -580,7 +580,7 @@ def test_chosen_pointers_lower_to_hivm_within_ub(toolchain):
 @pytest.mark.parametrize("use, message", [
     ("p < x_ptr", "a pointer that a runtime 'if' bound to different arguments \\('y_ptr', "
      "'x_ptr'\\) supports \\+ and - of offsets"),
-    ("dsl.where(n > 1, p, x_ptr)", "bound to different arguments"),
+    ("dsl.where(dsl.arange(0, 4) > 1, p, x_ptr)", "bound to different arguments"),
 ])
 def test_a_chosen_pointer_compared_or_selected_is_a_clear_error(kernel_from_source, use,
                                                                  message):

@@ -274,6 +274,40 @@ def test_a_kernel_whose_src_a_script_replaced_runs_the_new_source():
         dsl.from_triton(kernel)[(1,)](x, z, N=4)
 
 
+@triton.jit
+def store_to_chosen(x_ptr, a_ptr, b_ptr, flag, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    dst = a_ptr if flag else b_ptr  # a pointer chosen per launch
+    tl.store(dst + offs, tl.load(x_ptr + offs))
+
+
+@triton.jit
+def load_below_n(x_ptr, out_ptr, n, N: tl.constexpr):
+    for i in range(0, N):
+        v = tl.load(x_ptr + i) if i < n else -1.0  # Triton compiles an if: no load past n
+        tl.store(out_ptr + i, v * 2)
+
+
+def test_conditional_expressions_on_a_runtime_scalar_run_the_side_taken():
+    """``a_ptr if flag else b_ptr`` crashed inside the frontend ("not a numeric scalar:
+    ViewArg"), and ``tl.load(p) if i < n else c`` loaded both sides (past the end of
+    ``x``: an OutOfBoundsError where Triton runs)."""
+    x = np.arange(1, 5, dtype=np.float32)
+    for flag in (1, 0):
+        a, b = np.zeros(4, np.float32), np.zeros(4, np.float32)
+        dsl.from_triton(store_to_chosen)[(1,)](x, a, b, flag, N=4)
+        np.testing.assert_array_equal(a, x * flag)
+        np.testing.assert_array_equal(b, x * (1 - flag))
+    out = np.zeros(8, np.float32)
+    dsl.from_triton(load_below_n)[(1,)](x, out, 4, N=8)  # x holds 4 of the 8
+    np.testing.assert_array_equal(out, np.concatenate([x * 2, np.full(4, -2.0, np.float32)]))
+    differential(dsl.from_triton(load_below_n), (x, np.zeros(8, np.float32), 3), {"N": 8},
+                 grid=(1,))
+    differential(dsl.from_triton(store_to_chosen), (x, np.zeros(4, np.float32),
+                                                    np.zeros(4, np.float32), 0), {"N": 4},
+                 grid=(1,))
+
+
 class Reinterpreted:
     """A tensor-like wrapper written the way FlagGems' ``StridedBuffer`` is: another
     shape, strides and start over the torch tensor it names as ``_base``."""
