@@ -468,6 +468,14 @@ def _flatten_tuple(b: Builder, x: tuple[Any, ...], like: list[Value] | None
     return values, rebuild_tuple
 
 
+def _only_none_and_colons(node: ast.Subscript) -> bool:
+    """``x[None, :]``-style indexing: every item None or a bare ':'."""
+    items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    return all((isinstance(i, ast.Constant) and i.value is None) or (
+        isinstance(i, ast.Slice) and i.lower is None and i.upper is None and i.step is None)
+        for i in items)
+
+
 def _kind(x: Any) -> str:
     if type(x) is tuple:
         return f"tuple of {len(x)}"
@@ -1314,6 +1322,8 @@ class _Visitor:
 
     def expr_Subscript(self, node: ast.Subscript) -> Any:
         base = self.expr(node.value)
+        if isinstance(base, ViewArg) and self.src.triton and _only_none_and_colons(node):
+            base = ptrs.as_pointer(self.b, base)  # Z[None, :]: a scalar pointer's block
         if isinstance(base, (Pointer, PointerChoice)):  # ptrs[:, None] indexes the offsets
             return ptrs.map_offsets(base, lambda off: self.subscript(node, off))
         if not _is_value(base):
@@ -1337,7 +1347,9 @@ class _Visitor:
             else:
                 raise self.error(item, "block indexing supports only ':' and None "
                                        "(e.g. x[:, None])")
-        if dim > out.type.rank:  # fewer: the trailing axes are kept whole (x[None, :])
+        if dim > out.type.rank and not self.src.triton:
+            # fewer: the trailing axes are kept whole (x[None, :]); more: Triton lets a
+            # ':' past the last axis pass (test_core's Z[None, None, :] of a scalar)
             nones = sum(isinstance(i, ast.Constant) and i.value is None for i in items)
             raise self.error(node, f"too many indices: {dim - nones} ':' for a block of "
                                    f"{out.type.rank - nones} dimensions")

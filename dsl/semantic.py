@@ -563,7 +563,8 @@ def reduce(b: Builder, combine: str, x: Operand, axis: int | None, keep_dims: bo
     v = as_value(b, x)
     if not v.shape:
         raise b.error(f"{combine}() needs a block operand, got a scalar")
-    if combine == "xor_sum" and not (v.dtype.is_int and not v.dtype.is_bool):
+    if combine == "xor_sum" and not (v.dtype.is_int or v.dtype.is_bool):
+        # (int1 too: Triton's xor_sum asks is_int(), which int1 is; its parity)
         raise b.error(f"xor_sum() needs integer operands, got {v.dtype.name}")
     v = cast(b, v, COMBINES[combine].accumulator(v.dtype))
     if axis is None:

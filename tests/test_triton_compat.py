@@ -308,6 +308,28 @@ def test_conditional_expressions_on_a_runtime_scalar_run_the_side_taken():
                  grid=(1,))
 
 
+@triton.jit
+def core_forms(x_ptr, z_ptr, parity_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs[:, None] * N + offs[None, :])
+    total = tl.sum(tl.sum(x, axis=1, keep_dims=True), axis=0, keep_dims=True)  # [1, 1]
+    tl.store(z_ptr[None, None, :], total)  # a scalar pointer made [1, 1]; ':' passes
+    odd = (x % 2 == 1)  # int1
+    tl.store(parity_ptr + offs, tl.xor_sum(odd, axis=1))
+
+
+def test_scalar_pointer_indexing_and_xor_sum_of_int1_as_triton_test_core_writes_them():
+    """Both were refused: ``Z[None, None, :]`` of a scalar pointer ("unsupported
+    expression: Slice"), and ``xor_sum`` of an int1 block (Triton's int1 is an int)."""
+    x = np.arange(16, dtype=np.int32).reshape(4, 4) * np.int32([[1], [3], [1], [2]])
+    z, parity = np.zeros(1, np.int32), np.zeros(4, np.int32)
+    kernel = dsl.from_triton(core_forms)
+    kernel[(1,)](x, z, parity, N=4)
+    assert z[0] == x.sum()
+    np.testing.assert_array_equal(parity, np.bitwise_xor.reduce(x % 2 == 1, axis=1))
+    differential(kernel, (x, np.zeros(1, np.int32), np.zeros(4, np.int32)), {"N": 4}, grid=(1,))
+
+
 class Reinterpreted:
     """A tensor-like wrapper written the way FlagGems' ``StridedBuffer`` is: another
     shape, strides and start over the torch tensor it names as ``_base``."""
