@@ -92,6 +92,7 @@ class KernelSource:
     # tensor arguments are then always pointers.
     translate: Callable[[Any], Any] | None = None
     text: str = ""  # the source as written (``inspect.getsource``'s text)
+    read_only_params: frozenset[str] = frozenset()  # annotated ``const`` (tl.const)
 
     @property
     def triton(self) -> bool:
@@ -192,11 +193,13 @@ class KernelSource:
         assert isinstance(tree, ast.FunctionDef)
         file = inspect.getsourcefile(fn) or "<unknown>"
         sig = inspect.signature(fn)
-        constexpr, blocks = set(), set()
+        constexpr, blocks, read_only = set(), set(), set()
         for p in sig.parameters.values():
             ann = _resolve_annotation(fn, p.annotation)
             if translate is not None:
                 ann = translate(ann)
+            if ann is lang.const:
+                read_only.add(p.name)
             if isinstance(ann, type) and issubclass(ann, lang.constexpr):
                 constexpr.add(p.name)
                 if issubclass(ann, lang.block_size):
@@ -206,7 +209,8 @@ class KernelSource:
                                       f"{p.name!r}: *args, **kwargs and keyword-only "
                                       "parameters are not supported")
         return KernelSource(fn, tree, file, first - 1, col_offset, list(sig.parameters.values()),
-                            frozenset(constexpr), frozenset(blocks), translate, raw)
+                            frozenset(constexpr), frozenset(blocks), translate, raw,
+                            frozenset(read_only))
 
 
 def _function_source(fn: Callable[..., Any]) -> tuple[str, str, int, ast.FunctionDef] | None:
@@ -556,6 +560,18 @@ _LOOP_HINTS = frozenset({"num_stages", "loop_unroll_factor", "disallow_acc_multi
                          "flatten", "warp_specialize", "disable_licm", "bind_sub_block"})
 
 # Builtins whose ``input`` may be a pointer block: they apply to its offsets.
+# Triton's parameters after the pointer, in order, of the memory builtins whose DSL
+# signature has an ``index`` there (for positional calls in Triton kernels).
+_TRITON_ATOMIC_PARAMS = ("val", "mask", "sem", "scope")
+_TRITON_MEMORY_PARAMS = {
+    "load": ("mask", "other", "boundary_check", "padding_option", "cache_modifier",
+             "eviction_policy", "volatile"),
+    "store": ("value", "mask", "boundary_check", "cache_modifier", "eviction_policy"),
+    "atomic_cas": ("cmp", "val", "sem", "scope"),
+    **{f"atomic_{op}": _TRITON_ATOMIC_PARAMS
+       for op in ("add", "max", "min", "xchg", "and", "or", "xor")},
+}
+
 _OFFSET_BUILTINS = frozenset({"reshape", "view", "permute", "trans", "expand_dims",
                               "broadcast_to", "multiple_of", "max_contiguous",
                               "max_constancy"})
@@ -1434,6 +1450,19 @@ class _Visitor:
                                     "@dsl.jit function")
 
     def call_builtin(self, node: ast.Call, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        triton_names = _TRITON_MEMORY_PARAMS.get(fn.__name__) if self.src.triton else None
+        if triton_names is not None and len(args) > 1:
+            # Triton's memory ops take everything after the pointer positionally in their
+            # own order (``atomic_cas(ptr, cmp, val, sem)``); the DSL's have an index there
+            if len(args) - 1 > len(triton_names):
+                raise self.error(node, f"{fn.__name__}() takes at most {len(triton_names) + 1} "
+                                       f"positional arguments ({len(args)} given)")
+            for name, value in zip(triton_names, args[1:]):
+                if name in kwargs:
+                    raise self.error(node, f"{fn.__name__}() got multiple values for "
+                                           f"argument '{name}'")
+                kwargs[name] = value
+            args = args[:1]
         try:
             bound = _signature(fn).bind(*args, **kwargs)
         except TypeError as exc:
@@ -1715,8 +1744,21 @@ def _load(v: _Visitor, node: ast.AST, pointer: Any, index: Any, mask: Any, other
     return sem.load(v.b, _view_arg(v, node, pointer, "load"), index, mask, other)
 
 
+def _writable(v: _Visitor, node: ast.AST, pointer: Any) -> None:
+    """A store or atomic through an argument annotated ``const`` is an error (Triton:
+    "Cannot store to a constant pointer")."""
+    if not v.src.read_only_params:
+        return
+    if isinstance(pointer, (ViewArg, Pointer, PointerChoice, BlockPointer)):
+        for view in ptrs.views_of(pointer):
+            if view.name in v.src.read_only_params:
+                raise v.error(node, f"cannot store to a constant pointer: '{view.name}' is "
+                                    "annotated const")
+
+
 def _store(v: _Visitor, node: ast.AST, pointer: Any, index: Any, value: Any, mask: Any,
            boundary_check: Any) -> None:
+    _writable(v, node, pointer)
     if isinstance(pointer, BlockPointer):
         if mask is not None or (index is not None and value is not None):
             raise v.error(node, "store() of a block pointer takes a value and "
@@ -1756,6 +1798,7 @@ def _atomic(op: str) -> Callable[..., Any]:
     def handler(v: _Visitor, node: ast.AST, pointer: Any, index: Any, val: Any, mask: Any,
                 sem: Any, scope: Any) -> Any:
         what = f"atomic_{op}"
+        _writable(v, node, pointer)
         if isinstance(pointer, PointerChoice):
             val, mask = _shifted(v, node, what, index, val, mask)
             if val is None:
@@ -1777,6 +1820,7 @@ def _atomic(op: str) -> Callable[..., Any]:
 
 def _atomic_cas(v: _Visitor, node: ast.AST, pointer: Any, index: Any, cmp: Any, val: Any,
                 sem: Any, scope: Any) -> Any:
+    _writable(v, node, pointer)
     target, pointer_form = _memory_target(v, node, "atomic_cas", pointer, index)
     if pointer_form:
         cmp, val = _shifted(v, node, "atomic_cas", index, cmp, val)

@@ -22,6 +22,11 @@ class constexpr:  # noqa: N801 - Triton's spelling
     test constexprs."""
 
 
+class const:  # noqa: N801 - Triton's spelling
+    """Annotation for a tensor argument the kernel only reads (Triton's ``tl.const``):
+    a store or atomic through it is a compile error."""
+
+
 class block_size(constexpr):  # noqa: N801
     """A constexpr block size that the launcher chooses when the caller omits it.
 

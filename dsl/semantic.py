@@ -647,12 +647,22 @@ def _index_value(b: Builder, index: Operand) -> Value:
     return v
 
 
+def _same_rank(b: Builder, what: str, v: Value, shape: tuple[int, ...]) -> None:
+    """Triton broadcasts a memory op's value, mask and ``other`` to the pointer block
+    only from a scalar or a block of its rank ("Cannot broadcast, rank mismatch")."""
+    if b.triton_rules and v.shape and len(v.shape) != len(shape):
+        raise b.error(f"{what} of shape {list(v.shape)} for a pointer block of shape "
+                      f"{list(shape)}: Triton broadcasts only a scalar or a block of the "
+                      "same rank (cannot broadcast, rank mismatch)")
+
+
 def _mask_value(b: Builder, mask: Operand | None, shape: tuple[int, ...]) -> Value | None:
     if mask is None or mask is True:
         return None
     m = as_value(b, mask)
     if not m.dtype.is_bool:
         raise b.error(f"a mask must be int1 (a comparison), got {m.dtype.name}")
+    _same_rank(b, "a mask", m, shape)
     if broadcast_shapes(b, m.shape, shape, "mask") != shape:
         raise b.error(f"mask shape {list(m.shape)} does not broadcast to index shape {list(shape)}")
     return broadcast_to(b, m, shape)
@@ -711,6 +721,7 @@ def load(b: Builder, target: Target, index: Operand | None, mask: Operand | None
             # which wraps: other=-1 fills uint8 lanes with 255
             other = _wrapped(other, view.dtype)
         fill = as_value(b, 0 if other is None else other, view.dtype)
+        _same_rank(b, "other=", fill, shape)
         operands.append(broadcast_to(b, fill, shape))
     elif other is not None and mask is not True:  # (an all-true mask leaves no lane to fill)
         raise b.error("load() got other= without mask=")
@@ -723,6 +734,7 @@ def store(b: Builder, target: Target, index: Operand | None, value: Operand,
     addr = address(b, target, index)
     view, shape = addr.view, addr.index.shape
     val = as_value(b, value, view.dtype)
+    _same_rank(b, "a stored value", val, shape)
     if broadcast_shapes(b, val.shape, shape, "store") != shape:
         raise b.error(f"stored value of shape {list(val.shape)} does not fit index shape "
                       f"{list(shape)}")
@@ -1245,6 +1257,8 @@ def _atomic_operands(b: Builder, what: str, target: Target, index: Operand | Non
                      ) -> tuple[Address, Value, Value | None]:
     addr = address(b, target, index)
     val = as_value(b, value, addr.view.dtype)
+    if addr.index.shape:
+        _same_rank(b, f"{what}'s value", val, addr.index.shape)
     shape = broadcast_shapes(b, addr.index.shape, val.shape, what)
     return addr.broadcast(b, shape), broadcast_to(b, val, shape), _mask_value(b, mask, shape)
 

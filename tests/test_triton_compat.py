@@ -330,6 +330,47 @@ def test_scalar_pointer_indexing_and_xor_sum_of_int1_as_triton_test_core_writes_
     differential(kernel, (x, np.zeros(1, np.int32), np.zeros(4, np.int32)), {"N": 4}, grid=(1,))
 
 
+@triton.jit
+def positional_memory_ops(lock_ptr, acc_ptr, out_ptr, SEM: tl.constexpr):
+    old = tl.atomic_cas(lock_ptr, 0, 1, SEM)  # Triton's order: cmp, val, sem
+    added = tl.atomic_add(acc_ptr, 5, None, SEM)  # val, mask, sem
+    offs = tl.arange(0, 2)
+    tl.store(out_ptr + offs, tl.load(out_ptr + offs, offs < 1, -3), offs < 2)  # mask, other
+    tl.store(out_ptr + 2, old * 10 + added)
+
+
+def test_memory_ops_take_tritons_positional_order():
+    """``atomic_cas(ptr, 0, 1, SEM)`` was refused ("one positional argument too many")
+    and ``atomic_add(ptr, 5, None, SEM)`` read SEM as its mask: the DSL's own
+    signatures have an index after the pointer."""
+    lock, acc = np.zeros(1, np.int32), np.full(1, 7, np.int32)
+    out = np.full(3, 4, np.int32)
+    dsl.from_triton(positional_memory_ops)[(1,)](lock, acc, out, SEM="acquire")
+    np.testing.assert_array_equal(np.concatenate([lock, acc, out]), [1, 12, 4, -3, 7])
+
+
+@pytest.mark.parametrize("body, message", [
+    ("    tl.store(C + o, tl.load(X + o))\n", "cannot store to a constant pointer: 'C' is "
+     "annotated const"),
+    ("    tl.atomic_add(C + o, 1.0)\n", "cannot store to a constant pointer"),
+    ("    tl.store(X + o[:, None] * 4 + o[None, :], tl.load(C + o))\n",
+     "a stored value of shape \\[4\\] for a pointer block of shape \\[4, 4\\].*rank "
+     "mismatch"),
+    ("    tl.store(X + o[:, None] + o[None, :], 0.0, mask=o < 2)\n",
+     "a mask of shape \\[4\\] for a pointer block of shape \\[4, 4\\]"),
+])
+def test_what_triton_refuses_is_refused(kernel_from_source, body, message):
+    """A store through a ``tl.const`` argument and a value or mask of another rank than
+    the pointer block ran here; Triton's front end refuses both."""
+    kernel, _ = kernel_from_source("refused", "import triton\nimport triton.language as tl\n\n"
+                                   "@triton.jit\ndef refused(X, C: tl.const):\n"
+                                   "    o = tl.arange(0, 4)\n" + body)
+    x, c = np.zeros(16, np.float32), np.ones(4, np.float32)
+    with pytest.raises(dsl.DSLCompileError, match=message):
+        dsl.from_triton(kernel)[(1,)](x, c)
+    assert (x == 0).all() and (c == 1).all()
+
+
 class Reinterpreted:
     """A tensor-like wrapper written the way FlagGems' ``StridedBuffer`` is: another
     shape, strides and start over the torch tensor it names as ``_base``."""
