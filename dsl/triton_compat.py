@@ -81,9 +81,21 @@ def is_power_of_two(n: int) -> bool:
     return (n & (n - 1)) == 0 and n != 0
 
 
+@constexpr_function
+def get_int_dtype(bitwidth: int, signed: bool) -> dt.DType:
+    """``tl.core.get_int_dtype``: the integer type of ``bitwidth`` bits (the bitonic
+    argsort that fla and others copy reads a float's bits through it)."""
+    if int(bitwidth) == 1:
+        return dt.int1
+    try:
+        return dt.by_name(f"{'' if signed else 'u'}int{int(bitwidth)}")
+    except KeyError:
+        raise ValueError(f"no integer type of {bitwidth} bits") from None
+
+
 # Triton's compile-time helpers (plain functions of constexprs), by name.
 _CONSTEXPR_HELPERS = {"next_power_of_2": next_power_of_2, "_log2": log2_floor,
-                      "_is_power_of_two": is_power_of_two}
+                      "_is_power_of_two": is_power_of_two, "get_int_dtype": get_int_dtype}
 
 
 def _module(obj: Any) -> str:

@@ -479,12 +479,16 @@ def log2_of_block_length(x_ptr, out_ptr, N: tl.constexpr):
     x = tl.load(x_ptr + offs)
     steps: tl.constexpr = _log2(x.shape[0])  # FlagGems' topk: bitonic stages
     tl.static_assert(_is_power_of_two(N) == (N & (N - 1) == 0))
-    tl.store(out_ptr + offs, x * steps + _is_power_of_two(N))
+    bits = tl.core.get_int_dtype(bitwidth=x.dtype.primitive_bitwidth, signed=True)
+    tl.static_assert(bits == tl.int32)  # (a bitonic argsort reads float bits so)
+    tl.store(out_ptr + offs, (x * steps + _is_power_of_two(N)).to(bits, bitcast=True)
+             .to(tl.float32, bitcast=True))
 
 
 def test_triton_standard_log2_and_is_power_of_two_run_at_compile_time():
-    """``triton.language.standard._log2`` and ``_is_power_of_two`` (FlagGems' topk) were
-    refused as "not supported yet"; they are Triton's plain functions of constexprs."""
+    """``triton.language.standard._log2`` and ``_is_power_of_two`` (FlagGems' topk) and
+    ``tl.core.get_int_dtype`` (fla's argsort) were refused as "not supported yet"; they
+    are Triton's plain functions of constexprs."""
     for n, steps, power in ((16, 4, 1), (1, 0, 1), (8, 3, 1)):
         x = np.arange(1, n + 1, dtype=np.float32)
         out = np.zeros(n, np.float32)
