@@ -1240,7 +1240,7 @@ class _Visitor:
             self.runtime_if(stmt, cond, [])
         finally:
             self.at_tail = was_tail
-        return self.scope.pop(name)
+        return self.scope.pop(name, None)  # (None: both sides gave nothing, a store say)
 
     def expr_BinOp(self, node: ast.BinOp) -> Any:
         return self.binop(node, node.op, self.expr(node.left), self.expr(node.right))

@@ -282,6 +282,13 @@ def store_to_chosen(x_ptr, a_ptr, b_ptr, flag, N: tl.constexpr):
 
 
 @triton.jit
+def store_one_or_other(t_ptr, f_ptr, out_ptr):
+    pid = tl.program_id(0)
+    tl.store(out_ptr + pid, tl.load(t_ptr)) if pid % 2 == 0 else tl.store(out_ptr + pid,
+                                                                           tl.load(f_ptr))
+
+
+@triton.jit
 def load_below_n(x_ptr, out_ptr, n, N: tl.constexpr):
     for i in range(0, N):
         v = tl.load(x_ptr + i) if i < n else -1.0  # Triton compiles an if: no load past n
@@ -303,6 +310,9 @@ def test_conditional_expressions_on_a_runtime_scalar_run_the_side_taken():
     np.testing.assert_array_equal(out, np.concatenate([x * 2, np.full(4, -2.0, np.float32)]))
     differential(dsl.from_triton(load_below_n), (x, np.zeros(8, np.float32), 3), {"N": 8},
                  grid=(1,))
+    out = np.zeros(3, np.float32)  # sides that give nothing (test_core's if_exp_dynamic_void)
+    dsl.from_triton(store_one_or_other)[(3,)](x[:1], x[1:2], out)
+    np.testing.assert_array_equal(out, [x[0], x[1], x[0]])
     differential(dsl.from_triton(store_to_chosen), (x, np.zeros(4, np.float32),
                                                     np.zeros(4, np.float32), 0), {"N": 4},
                  grid=(1,))
