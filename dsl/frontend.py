@@ -1417,6 +1417,8 @@ class _Visitor:
                 return fn(*args, **kwargs)
             except Exception as exc:
                 raise self.error(node, f"{fn.__name__}() failed: {exc}") from None
+        if fn is pybuiltins.isinstance and len(args) == 2 and not kwargs:
+            return self.is_instance(node, *args)
         if fn is pybuiltins.getattr and len(args) == 2 and not kwargs and \
                 isinstance(args[1], str):  # getattr(tl, FUNC): a constexpr attribute name
             return self.attribute(node, args[0], args[1])
@@ -1448,6 +1450,25 @@ class _Visitor:
                                        f"{type(exc).__name__}: {exc}") from None
         raise self.error(node.func, f"'{ast.unparse(node.func)}' is not a DSL builtin or a "
                                     "@dsl.jit function")
+
+    def is_instance(self, node: ast.Call, obj: Any, classes: Any) -> bool:
+        """``isinstance(obj, classes)`` at compile time: ``tl.tensor`` is any runtime
+        value or pointer, ``tl.constexpr`` any compile-time one, a Python class is
+        itself (a runtime value is no ``int``)."""
+        runtime = _is_value(obj) or ptrs.is_pointer(obj)
+        answer = False
+        for cls in classes if isinstance(classes, tuple) else (classes,):
+            if cls is lang.tensor:
+                answer |= runtime
+            elif cls is lang.constexpr:
+                answer |= not runtime
+            elif isinstance(cls, type):
+                answer |= not runtime and pybuiltins.isinstance(obj, cls)
+            elif isinstance(cls, Unsupported):
+                raise self.error(node, cls.message())
+            else:
+                raise self.error(node, f"isinstance() takes classes, got {cls!r}")
+        return answer
 
     def call_builtin(self, node: ast.Call, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         triton_names = _TRITON_MEMORY_PARAMS.get(fn.__name__) if self.src.triton else None

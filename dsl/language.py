@@ -27,6 +27,11 @@ class const:  # noqa: N801 - Triton's spelling
     a store or atomic through it is a compile error."""
 
 
+class tensor:  # noqa: N801 - Triton's spelling
+    """Triton's ``tl.tensor``, for ``isinstance(x, tl.tensor)`` in a kernel: true of a
+    block, a runtime scalar or a pointer, false of a compile-time value."""
+
+
 class block_size(constexpr):  # noqa: N801
     """A constexpr block size that the launcher chooses when the caller omits it.
 

@@ -53,7 +53,8 @@ _DTYPES = {"fp16": dt.float16, "bf16": dt.bfloat16, "fp32": dt.float32, "fp64": 
            "uint64": dt.uint64}
 
 # Triton classes a kernel names: annotations and loop iterators.
-_CLASSES = {"constexpr": lang.constexpr, "const": lang.const, "range": lang.range,
+_CLASSES = {"constexpr": lang.constexpr, "const": lang.const, "tensor": lang.tensor,
+            "dtype": dt.DType, "range": lang.range,
             "static_range": lang.static_range, "parallel": lang.range, "PropagateNan": lang.PropagateNan,
             "PROPAGATE_NAN": lang.PropagateNan}
 

@@ -218,11 +218,16 @@ def test_a_tensor_like_wrapper_is_refused_naming_what_to_pass():
 def named_binary(a_ptr, b_ptr, c_ptr, FUNC: tl.constexpr):
     offs = tl.arange(0, 4)
     fn = getattr(tl, FUNC)  # Triton's own test_core picks ops by name this way
-    tl.store(c_ptr + offs, fn(tl.load(a_ptr + offs), tl.load(b_ptr + offs)))
+    x = tl.load(a_ptr + offs)
+    tl.static_assert(isinstance(x, tl.tensor) and isinstance(a_ptr, tl.tensor))
+    tl.static_assert(not isinstance(FUNC, tl.tensor) and isinstance(FUNC, (str, int)))
+    tl.static_assert(isinstance(x.dtype, tl.dtype) and isinstance(FUNC, tl.constexpr))
+    tl.store(c_ptr + offs, fn(x, tl.load(b_ptr + offs)))
 
 
 def test_getattr_with_a_constexpr_name_resolves_at_compile_time():
-    """``getattr(tl, FUNC)`` was refused ("'getattr' is not a DSL builtin")."""
+    """``getattr(tl, FUNC)`` and ``isinstance`` were refused ("'getattr' is not a DSL
+    builtin")."""
     a, b = np.float32([1, 5, -2, np.nan]), np.float32([3, 2, -7, 1])
     for name, expected in (("maximum", np.fmax(a, b)), ("minimum", np.fmin(a, b))):
         c = np.zeros(4, np.float32)
