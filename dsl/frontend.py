@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import builtins as pybuiltins
+import dataclasses
 import enum
 import functools
 import inspect
@@ -434,8 +435,8 @@ def _flatten(b: Builder, x: Any, like: list[Value] | None = None
     if isinstance(x, ViewArg):
         x = ptrs.as_pointer(b, x)
     if isinstance(x, Pointer):
-        view = x.view
-        return [x.offset], lambda vs: Pointer(view, vs[0])
+        pointer = x
+        return [x.offset], lambda vs: dataclasses.replace(pointer, offset=vs[0])
     if isinstance(x, PointerChoice):
         views = x.views
         return [x.which, x.offset], lambda vs: PointerChoice(views, vs[0], vs[1])
@@ -511,6 +512,8 @@ def _structure_mismatch(a: Any, b: Any) -> str | None:
     into_a, into_b = (", ".join(f"'{v.name}'" for v in ptrs.views_of(x)) for x in (a, b))
     if into_a != into_b:
         return f"a pointer into {into_a} and a pointer into {into_b}"
+    if a.dtype != b.dtype:  # (one cast to another element type)
+        return f"a pointer to {a.dtype.name} and a pointer to {b.dtype.name}"
     if isinstance(a, BlockPointer) and (
             _differ(a.shape, b.shape) or _differ(a.strides, b.strides)
             or a.block_shape != b.block_shape or a.order != b.order):
@@ -1133,6 +1136,8 @@ class _Visitor:
                 return base.dtype
             raise self.error(node, f"a tensor descriptor has no attribute '{attr}' (has "
                                    ".load, .store, .block_shape, .dtype)")
+        if self.src.triton and attr in ("to", "cast") and isinstance(base, (Pointer, ViewArg)):
+            return _Method(base, "to")  # x_ptr.to(tl.pointer_type(tl.int32))
         if isinstance(base, (Pointer, BlockPointer, PointerChoice)):
             if attr in ("dtype", "type"):
                 return base.dtype
@@ -1761,8 +1766,27 @@ def _load(v: _Visitor, node: ast.AST, pointer: Any, index: Any, mask: Any, other
                 part = sem.load(v.b, addr, None, narrowed, other)
                 loaded = part if loaded is None else sem.where(v.b, chosen, part, loaded)
             return loaded
+        if isinstance(pointer, Pointer) and pointer.element is not None:
+            # the argument's own elements, read as the cast's type (same size)
+            own = pointer.view.dtype
+            if other is not None:
+                other = sem.bitcast(v.b, sem.as_value(v.b, other, pointer.element), own)
+            loaded = sem.load(v.b, ptrs.element_address(v.b, pointer), None, mask, other)
+            return sem.bitcast(v.b, loaded, pointer.element)
         return sem.load(v.b, ptrs.address(v.b, pointer), None, mask, other)
     return sem.load(v.b, _view_arg(v, node, pointer, "load"), index, mask, other)
+
+
+def _pointer_cast(v: _Visitor, node: ast.AST, x: Any, dtype: Any) -> Any:
+    """``x.to(tl.pointer_type(T))``: a pointer argument read as another element type of
+    its size (``dsl.pointers.cast``); an integer cast to a pointer is refused."""
+    if not isinstance(dtype, lang.PointerType):
+        raise v.error(node, f"a pointer cast to {dtype!r}: a pointer casts only to a pointer "
+                            "type (pointer_type)")
+    if not isinstance(x, (Pointer, ViewArg)):
+        raise v.error(node, "an integer cast to a pointer (pointer_type) is an address with "
+                            "no memory this project can bound-check; pass the tensor instead")
+    return ptrs.cast(v.b, x, dtype.element)
 
 
 def _writable(v: _Visitor, node: ast.AST, pointer: Any) -> None:
@@ -1793,6 +1817,10 @@ def _store(v: _Visitor, node: ast.AST, pointer: Any, index: Any, value: Any, mas
             for _, addr, narrowed in ptrs.accesses(v.b, pointer, mask):
                 sem.store(v.b, addr, None, value, narrowed)
             return None
+        if isinstance(pointer, Pointer) and pointer.element is not None and value is not None:
+            value = sem.bitcast(v.b, sem.as_value(v.b, value, pointer.element),
+                                pointer.view.dtype)
+            return sem.store(v.b, ptrs.element_address(v.b, pointer), None, value, mask)
         target: Any = ptrs.address(v.b, pointer)
     else:
         target = _view_arg(v, node, pointer, "store")
@@ -2039,6 +2067,8 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "cumprod": lambda v, node, input, axis, reverse: sem.scan(v.b, "prod", input, axis,
                                                              reverse),
     "cast": lambda v, node, x, dtype, bitcast, fp_downcast_rounding, overflow_mode: (
+        _pointer_cast(v, node, x, dtype) if isinstance(dtype, lang.PointerType) or
+        ptrs.is_pointer(x) else
         sem.bitcast(v.b, sem.as_value(v.b, x), _dtype_arg(v, node, dtype)) if bitcast else
         sem.cast_with_modes(v.b, sem.as_value(v.b, x), _dtype_arg(v, node, dtype),
                             fp_downcast_rounding, overflow_mode)),

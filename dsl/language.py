@@ -9,6 +9,7 @@ they only have meaning inside a kernel.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 from typing import Any
 
 from dsl.dtypes import DType
@@ -30,6 +31,23 @@ class const:  # noqa: N801 - Triton's spelling
 class tensor:  # noqa: N801 - Triton's spelling
     """Triton's ``tl.tensor``, for ``isinstance(x, tl.tensor)`` in a kernel: true of a
     block, a runtime scalar or a pointer, false of a compile-time value."""
+
+
+@dataclass(frozen=True)
+class PointerType:
+    """``pointer_type(element)``: the type a pointer argument is cast to
+    (``x_ptr.to(tl.pointer_type(tl.int32))``)."""
+
+    element: Any
+
+
+def pointer_type(element_ty: Any) -> PointerType:
+    """Triton's ``tl.pointer_type``: a pointer to ``element_ty``, for casts of pointer
+    arguments to another element type of the same size."""
+    return PointerType(element_ty)
+
+
+pointer_type.__dsl_constexpr_fn__ = True  # type: ignore[attr-defined]
 
 
 class block_size(constexpr):  # noqa: N801

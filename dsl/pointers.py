@@ -47,6 +47,10 @@ class Pointer:
 
     view: ViewArg
     offset: Value  # elements from the argument's first element; an integer dtype
+    # the element type read and written through it when a cast (``x_ptr.to(
+    # tl.pointer_type(tl.int32))``) made it another of the same size; None: the
+    # argument's own
+    element: dt.DType | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -55,7 +59,7 @@ class Pointer:
     @property
     def dtype(self) -> dt.DType:
         """The element type (``ptr.dtype.element_ty`` reads it too)."""
-        return self.view.dtype
+        return self.element or self.view.dtype
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,10 @@ def merged_views(b: Builder, p: AnyPointer, q: AnyPointer) -> tuple[ViewArg, ...
     """The arguments a pointer bound to ``p`` in one branch of an ``if`` and to ``q``
     in the other may point into (``p``'s first); None when both point into one."""
     views = list(views_of(p))
+    if any(isinstance(x, Pointer) and x.element is not None for x in (p, q)) and \
+            len({v.name for v in (*views, *views_of(q))}) > 1:
+        raise b.error("a pointer cast to another element type cannot also be bound to "
+                      "another argument")
     for v in views_of(q):
         if all(v.name != u.name for u in views):
             views.append(v)
@@ -167,7 +175,8 @@ def offset_by(b: Builder, ptr: AnyPointer, delta: Operand, subtract: bool = Fals
         return dataclasses.replace(ptr, offset=sem.binary(b, "sub" if subtract else "add",
                                                           ptr.offset, step))
     p = as_pointer(b, ptr)
-    return Pointer(p.view, sem.binary(b, "sub" if subtract else "add", p.offset, step))
+    return dataclasses.replace(p, offset=sem.binary(b, "sub" if subtract else "add", p.offset,
+                                                    step))
 
 
 def _same_argument(b: Builder, p: Pointer, q: Pointer, what: str) -> None:
@@ -201,7 +210,9 @@ def select(b: Builder, cond: Operand, x: AnyPointer, y: AnyPointer
                              sem.where(b, cond, p.offset, q.offset))
     p, q = as_pointer(b, x), as_pointer(b, y)
     _same_argument(b, p, q, "where()")
-    return Pointer(p.view, sem.where(b, cond, p.offset, q.offset))
+    if p.dtype != q.dtype:
+        raise b.error(f"where() of a pointer to {p.dtype.name} and one to {q.dtype.name}")
+    return dataclasses.replace(p, offset=sem.where(b, cond, p.offset, q.offset))
 
 
 def map_offsets(ptr: Pointer | PointerChoice, fn: Any) -> Pointer | PointerChoice:
@@ -210,9 +221,38 @@ def map_offsets(ptr: Pointer | PointerChoice, fn: Any) -> Pointer | PointerChoic
     return dataclasses.replace(ptr, offset=fn(ptr.offset))
 
 
+def cast(b: Builder, ptr: Pointer | ViewArg, element: dt.DType) -> Pointer:
+    """``ptr.to(tl.pointer_type(element))``: the same memory read and written as
+    ``element``, which must have the argument's element size (a cast to another
+    size would move offsets by other strides and reach past what was bound)."""
+    p = as_pointer(b, ptr)
+    own = p.view.dtype
+    if element == own:
+        return dataclasses.replace(p, element=None)
+    if element.bits != own.bits or element.is_bool or own.is_bool:
+        raise b.error(f"a pointer to {own.name} elements ('{p.view.name}') cast to a pointer "
+                      f"to {element.name}: only a type of the same size reads the same "
+                      "elements")
+    return dataclasses.replace(p, element=element)
+
+
+def _uncast(b: Builder, p: Pointer | ViewArg, what: str) -> None:
+    if isinstance(p, Pointer) and p.element is not None:
+        raise b.error(f"{what} through a pointer cast to another element type "
+                      f"({p.view.dtype.name} read as {p.element.name}) is not supported; "
+                      "only load and store are")
+
+
 def address(b: Builder, ptr: Pointer | ViewArg) -> Address:
     """The memory op address of a pointer: offsets in the argument's index width
-    (int64 when either asks for it), plus the view's base."""
+    (int64 when either asks for it), plus the view's base. A cast pointer's loads
+    and stores take ``element_address`` and convert the bits themselves."""
+    _uncast(b, ptr, "an atomic")  # (loads and stores take element_address)
+    return element_address(b, ptr)
+
+
+def element_address(b: Builder, ptr: Pointer | ViewArg) -> Address:
+    """``address`` of the argument's own elements, whatever type a cast reads them as."""
     p = as_pointer(b, ptr)
     view, offset = p.view, p.offset
     wide = view.value.type.layout.index_bits == 64 or offset.dtype.bits == 64
@@ -248,6 +288,7 @@ def index_select(b: Builder, src: Any, dim: Any, index: Any, src_shape: Any, src
     idx = sem.as_value(b, index)
     if not idx.dtype.is_int or idx.dtype.is_bool or idx.rank != 1:
         raise b.error(f"index_select_simd() index must be a 1-D integer block, got {idx.type}")
+    _uncast(b, src, "index_select_simd")
     offset: Value = as_pointer(b, src).offset
     mask: Value | None = None
     stride: Operand = 1
@@ -357,6 +398,7 @@ def make_block_ptr(b: Builder, base: Pointer | ViewArg, shape: Any, strides: Any
     ``strides`` at base, starting at ``offsets``."""
     if not isinstance(base, (Pointer, ViewArg)) or (isinstance(base, Pointer) and base.shape):
         raise b.error("make_block_ptr() base must be a tensor argument or a scalar pointer")
+    _uncast(b, base, "a block pointer")
     blocks = as_tuple(block_shape)
     if not blocks or any(isinstance(n, bool) or not isinstance(n, int) or n <= 0
                          for n in blocks):

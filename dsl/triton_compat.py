@@ -54,7 +54,7 @@ _DTYPES = {"fp16": dt.float16, "bf16": dt.bfloat16, "fp32": dt.float32, "fp64": 
 
 # Triton classes a kernel names: annotations and loop iterators.
 _CLASSES = {"constexpr": lang.constexpr, "const": lang.const, "tensor": lang.tensor,
-            "dtype": dt.DType, "range": lang.range,
+            "dtype": dt.DType, "pointer_type": lang.pointer_type, "range": lang.range,
             "static_range": lang.static_range, "parallel": lang.range, "PropagateNan": lang.PropagateNan,
             "PROPAGATE_NAN": lang.PropagateNan}
 

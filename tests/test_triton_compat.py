@@ -386,6 +386,45 @@ def test_what_triton_refuses_is_refused(kernel_from_source, body, message):
     assert (x == 0).all() and (c == 1).all()
 
 
+@triton.jit
+def flip_sign_bits(x_ptr, y_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    bits = x_ptr.to(tl.pointer_type(tl.int32))  # the same memory read as int32
+    v = tl.load(bits + offs, mask=offs < N - 1, other=-1)
+    tl.store(tl.cast(y_ptr, tl.pointer_type(tl.uint32)) + offs, v ^ 0x40000000)
+
+
+def test_a_pointer_argument_cast_to_a_type_of_its_size_reads_and_writes_its_bits():
+    """``x_ptr.to(tl.pointer_type(tl.int32))`` was refused ("a tensor argument has no
+    attribute 'to'")."""
+    x = np.float32([1, -2, 0.5, 3])
+    y = np.zeros(4, np.float32)
+    kernel = dsl.from_triton(flip_sign_bits)
+    kernel[(1,)](x, y, N=4)
+    bits = x.view(np.int32).copy()
+    bits[3] = -1  # masked off: other=-1, as int32 bits
+    np.testing.assert_array_equal(y.view(np.int32), bits ^ 0x40000000)
+    differential(kernel, (x, np.zeros(4, np.float32)), {"N": 4}, grid=(1,))
+
+
+@pytest.mark.parametrize("body, message", [
+    ("    tl.store(X.to(tl.pointer_type(tl.int64)), 1)\n", "a pointer to float32 elements "
+     "\\('X'\\) cast to a pointer to int64: only a type of the same size"),
+    ("    tl.store(tl.load(A).to(tl.pointer_type(tl.float32)), 1.0)\n", "an integer cast to a "
+     "pointer \\(pointer_type\\) is an address with no memory"),
+    ("    tl.atomic_add(X.to(tl.pointer_type(tl.int32)), 1)\n", "an atomic through a pointer "
+     "cast to another element type \\(float32 read as int32\\)"),
+])
+def test_pointer_casts_that_cannot_be_bound_checked_are_refused(kernel_from_source, body,
+                                                                message):
+    kernel, _ = kernel_from_source("casts", "import triton\nimport triton.language as tl\n\n"
+                                   "@triton.jit\ndef casts(X, A):\n" + body)
+    x = np.zeros(4, np.float32)
+    with pytest.raises(dsl.DSLCompileError, match=message):
+        dsl.from_triton(kernel)[(1,)](x, np.zeros(1, np.int64))
+    assert (x == 0).all()
+
+
 class Reinterpreted:
     """A tensor-like wrapper written the way FlagGems' ``StridedBuffer`` is: another
     shape, strides and start over the torch tensor it names as ``_base``."""
