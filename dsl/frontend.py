@@ -554,6 +554,41 @@ def _returns(stmts: list[ast.stmt]) -> bool:
     return bool(stmts) and isinstance(stmts[-1], ast.Return)
 
 
+def _returns_in_loops(node: ast.stmt) -> bool:
+    """Whether a 'return' under ``node`` is inside a loop (Triton refuses those)."""
+    return any(isinstance(inner, ast.Return) for loop in ast.walk(node)
+               if isinstance(loop, (ast.For, ast.While)) for inner in ast.walk(loop))
+
+
+def _not_set(flag: str) -> ast.expr:
+    """``flag == 0``: a constexpr test while no runtime 'return' set it, else an int1
+    one (``not`` would need a constexpr in a DSL kernel)."""
+    return ast.Compare(left=ast.Name(flag, ast.Load()), ops=[ast.Eq()],
+                       comparators=[ast.Constant(0)])
+
+
+def _set_flag(stmts: list[ast.stmt], flag: str) -> list[ast.stmt]:
+    """``stmts`` with each (valueless) 'return' made ``flag = True``, and the statements
+    after one that may have returned run only if it did not (``if not flag:``)."""
+    out: list[ast.stmt] = []
+    for i, stmt in enumerate(stmts):
+        if isinstance(stmt, ast.Return):
+            done = ast.Assign(targets=[ast.Name(flag, ast.Store())], value=ast.Constant(True))
+            out.append(ast.fix_missing_locations(ast.copy_location(done, stmt)))
+            return out  # the rest is unreachable
+        if not any(isinstance(inner, ast.Return) for inner in ast.walk(stmt)):
+            out.append(stmt)
+            continue
+        assert isinstance(stmt, ast.If)  # (loops and definitions holding one: refused)
+        out.append(ast.copy_location(ast.If(test=stmt.test, body=_set_flag(stmt.body, flag),
+                                            orelse=_set_flag(stmt.orelse, flag)), stmt))
+        if stmts[i + 1:]:
+            rest = ast.If(test=_not_set(flag), body=_set_flag(stmts[i + 1:], flag), orelse=[])
+            out.append(ast.fix_missing_locations(ast.copy_location(rest, stmts[i + 1])))
+        return out
+    return out
+
+
 def _is_value(x: Any) -> bool:
     return isinstance(x, Value)
 
@@ -720,6 +755,7 @@ class _Visitor:
             raise self.error(node.test, "'if' needs a scalar condition; use dsl.where() or a "
                                         "mask for a block")
         cond = sem.cast(self.b, cond, dt.int1) if not cond.dtype.is_bool else cond
+        after = rest  # (the rearranging below may move it into a branch)
         then_stmts, else_stmts = list(node.body), list(node.orelse)
         if _returns(then_stmts) and _returns(else_stmts):
             then_stmts, else_stmts = then_stmts[:-1], else_stmts[:-1]
@@ -729,15 +765,26 @@ class _Visitor:
         elif _returns(else_stmts):
             then_stmts, else_stmts, rest = then_stmts + rest, else_stmts[:-1], []
         tail = self.at_tail and not rest
-        for branch in (node.body, node.orelse):
-            for stmt in branch[:-1] if _returns(branch) else branch:
-                if tail and isinstance(stmt, ast.If):
-                    continue  # compiled with the rest of its branch after it
-                for inner in ast.walk(stmt):
-                    if isinstance(inner, ast.Return):
-                        raise self.error(inner, "a 'return' under a runtime 'if' must be the "
-                                                "last statement of its branch, or inside an "
-                                                "'if' with nothing after the outer 'if'")
+        nested = [inner for branch in (node.body, node.orelse)
+                  for stmt in (branch[:-1] if _returns(branch) else branch)
+                  if not (tail and isinstance(stmt, ast.If))  # (its rest comes with it)
+                  for inner in ast.walk(stmt) if isinstance(inner, ast.Return)]
+        if nested and all(r.value is None for r in nested) and not _returns_in_loops(node):
+            # an early 'return' deeper in: a flag the 'return's set, testing what follows
+            flag = f"<returned {node.lineno}:{node.col_offset}>"
+            self.scope[flag] = False
+            guarded = ast.copy_location(ast.If(test=_not_set(flag), body=after or [ast.Pass()],
+                                               orelse=[]), node)
+            rewritten = ast.copy_location(ast.If(test=node.test,
+                                                 body=_set_flag(node.body, flag),
+                                                 orelse=_set_flag(node.orelse, flag)), node)
+            ast.fix_missing_locations(guarded)
+            self.runtime_if(rewritten, cond, [guarded] if after else [])
+            return
+        for inner in nested:
+            raise self.error(inner, "a 'return' under a runtime 'if' must be the last "
+                                    "statement of its branch, or inside an 'if' with "
+                                    "nothing after the outer 'if'")
         if not tail:
             for branch in (node.body, node.orelse):
                 if _returns(branch) and branch[-1].value is not None:  # type: ignore[attr-defined]

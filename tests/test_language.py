@@ -1203,19 +1203,57 @@ def test_returns_nested_in_runtime_ifs_end_the_program(kernel):
     np.testing.assert_array_equal(out.reshape(4, 8), want)
 
 
-def test_a_nested_return_with_statements_after_the_outer_if_is_an_error():
+@dsl.jit
+def return_then_more(x, out, flags):
+    """Early returns deeper in, with statements after the inner and the outer if
+    (Triton's test_nested_if_else_return): a flag the returns set guards them."""
+    pid = dsl.program_id(0)
+    i = pid * 8 + dsl.arange(0, 8)
+    f = dsl.load(flags, pid)
+    val = dsl.load(x, i)
+    if f > 0:
+        if f > 1:
+            val = val * 2.0
+            if f > 2:
+                return
+            val += 1.0
+        else:
+            return
+        val = val * 10.0
+    dsl.store(out, i, val)
+
+
+def test_a_nested_return_with_statements_after_it_ends_only_its_program():
+    """Such a return was refused ("must be the last statement of its branch, or inside
+    an 'if' with nothing after the outer 'if'")."""
+    flags = np.array([0, 1, 2, 3, -4], np.int32)
+    x = np.arange(40, dtype=np.float32)
+    out = np.full(40, -7.0, np.float32)
+    return_then_more[(5,)](x, out, flags)
+    rows, want = x.reshape(5, 8), np.full((5, 8), -7.0, np.float32)
+    want[0], want[2], want[4] = rows[0], (rows[2] * 2 + 1) * 10, rows[4]
+    np.testing.assert_array_equal(out.reshape(5, 8), want)
+
+
+def test_returns_nested_with_statements_after_compiled_cpu_bit_exact(cpu_toolchain):
+    flags = np.array([0, 1, 2, 3, -4], np.int32)
+    differential(return_then_more, (np.arange(40, dtype=np.float32),
+                                    np.full(40, -7.0, np.float32), flags), {}, grid=(5,))
+
+
+def test_a_return_in_a_loop_under_a_runtime_if_is_an_error():
     @dsl.jit
-    def after(x, out, flag):
+    def in_loop(x, out, flag):
         i = dsl.arange(0, 8)
         if flag > 0:
-            if flag > 5:
-                return
-            dsl.store(out, i, dsl.load(x, i))
+            for k in range(3):
+                if flag > k:
+                    return
         dsl.store(out, i, dsl.load(x, i) * 3.0)
 
     x = np.arange(8, dtype=np.float32)
-    with pytest.raises(dsl.DSLCompileError, match="or inside an 'if' with nothing after"):
-        after(x, np.zeros(8, np.float32), 9)
+    with pytest.raises(dsl.DSLCompileError, match="return"):
+        in_loop(x, np.zeros(8, np.float32), 9)
 
 
 @pytest.mark.parametrize("block_if", [True, False])
