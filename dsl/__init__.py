@@ -21,6 +21,7 @@ from dsl.dtypes import (
     uint64,
 )
 from dsl.errors import (
+    ArgumentOverflowError,
     DataRaceError,
     DeviceAssertionError,
     DSLCompileError,
@@ -184,7 +185,8 @@ from dsl.views import TensorView, as_view, broadcast_to
 __all__ = [
     "DType", "bfloat16", "float16", "float32", "float64", "int1", "int8", "int16", "int32",
     "int64", "uint8", "uint16", "uint32", "uint64",
-    "DSLCompileError", "DSLError", "DSLLaunchError", "DSLRuntimeError", "OutOfBoundsError",
+    "ArgumentOverflowError", "DSLCompileError", "DSLError", "DSLLaunchError", "DSLRuntimeError",
+    "OutOfBoundsError",
     "SourceLoc", "JITFunction", "jit", "abs", "arange", "block_size", "cast", "const", "constexpr",
     "exp", "full", "load", "log", "log1p", "max", "maximum", "min", "minimum",
     "num_programs", "program_id", "range", "sigmoid", "sqrt", "static_assert",

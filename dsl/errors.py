@@ -70,6 +70,11 @@ class DSLLaunchError(DSLCompileError, TypeError):
     written; the location is the kernel's ``def`` line."""
 
 
+class ArgumentOverflowError(DSLLaunchError, OverflowError):
+    """An integer argument that no 64-bit scalar holds: a ``DSLLaunchError`` and, as
+    Triton's launcher raises, an ``OverflowError``."""
+
+
 class DSLRuntimeError(DSLError):
     """An error detected while a kernel runs, for example an out-of-bounds access.
     The launch is rolled back: no output of the launch keeps a written value."""

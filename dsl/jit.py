@@ -34,7 +34,7 @@ import numpy as np
 from dsl import dtypes as dt
 from dsl import ir_cache
 from dsl.backends import UnknownBackendError, get_backend
-from dsl.errors import DSLCompileError, DSLLaunchError
+from dsl.errors import ArgumentOverflowError, DSLCompileError, DSLLaunchError
 from dsl.frontend import (
     ArgSpec,
     ConstSpec,
@@ -262,9 +262,9 @@ class JITFunction(InlinableKernel):
     def scalar_spec(self, name: str, value: Any) -> ScalarSpec:
         """The specialization of a runtime scalar argument."""
         if type(value) is int and dt.launch_int_dtype(value) is None:
-            raise self._def_error(
+            raise ArgumentOverflowError(
                 f"argument {name!r}: the integer {value} does not fit a 64-bit scalar "
-                "(int64 or, from 2**63, uint64)")
+                "(int64 or, from 2**63, uint64)", self.source.loc(self.source.tree), self.name)
         spec = _scalar_spec(value)
         if spec is None and hasattr(value, "data_ptr"):
             # a tensor-like wrapper (FlagGems' StridedBuffer): an address, no memory

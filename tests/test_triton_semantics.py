@@ -151,6 +151,8 @@ def test_python_ints_from_2_to_the_63_are_uint64_arguments():
     with pytest.raises(dsl.DSLLaunchError, match="argument 's': the integer 18446744073709551616 "
                                                  "does not fit a 64-bit scalar"):
         kernel[(1,)](out, 2**64, N=4)
+    with pytest.raises(OverflowError):  # what Triton's launcher raises (its test_core asks)
+        kernel[(1,)](out, -2**63 - 1, N=4)
 
 
 # ----------------------------------------------------------------------------- grids
