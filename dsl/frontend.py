@@ -1831,8 +1831,9 @@ def _pointer_cast(v: _Visitor, node: ast.AST, x: Any, dtype: Any) -> Any:
         raise v.error(node, f"a pointer cast to {dtype!r}: a pointer casts only to a pointer "
                             "type (pointer_type)")
     if not isinstance(x, (Pointer, ViewArg)):
-        raise v.error(node, "an integer cast to a pointer (pointer_type) is an address with "
-                            "no memory this project can bound-check; pass the tensor instead")
+        raise v.error(node, "an integer cast to a pointer (pointer_type) is not supported: an "
+                            "address with no memory this project can bound-check; pass the "
+                            "tensor instead")
     return ptrs.cast(v.b, x, dtype.element)
 
 
