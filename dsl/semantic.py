@@ -40,7 +40,8 @@ Promotion rules (Triton's, numbered; messages refer to them):
    float to integer truncates toward zero; anything to int1 tests ``!= 0``.
 10. ``sum`` accumulates int1 and signed integers narrower than 64 bits in int32,
     unsigned ones in uint32, 64-bit integers in their own type and every float type
-    of at most 32 bits in float32 (16-bit floats are never accumulated in 16 bits),
+    of at most 32 bits in float32 (16-bit floats are never accumulated in 16 bits;
+    in a Triton kernel a float16 sum is then rounded to float16, Triton's type),
     adding a float sum's elements in a halving tree along the axis
     (``numerics.tree_sum``: ``x[i] + x[i + n/2]``, then again on the halves; with no
     axis, the last axis first). Compiled-CPU mode's generated code spells the tree
@@ -566,6 +567,7 @@ def reduce(b: Builder, combine: str, x: Operand, axis: int | None, keep_dims: bo
     if combine == "xor_sum" and not (v.dtype.is_int or v.dtype.is_bool):
         # (int1 too: Triton's xor_sum asks is_int(), which int1 is; its parity)
         raise b.error(f"xor_sum() needs integer operands, got {v.dtype.name}")
+    source = v.dtype
     v = cast(b, v, COMBINES[combine].accumulator(v.dtype))
     if axis is None:
         axes = list(range(v.rank))
@@ -577,6 +579,10 @@ def reduce(b: Builder, combine: str, x: Operand, axis: int | None, keep_dims: bo
         shape = v.shape[:ax] + v.shape[ax + 1:]
         v = b.emit("reduce", [v], [Type(v.dtype, shape)],
                    attrs={"combine": combine, "axis": ax}).result
+    if b.triton_rules and combine == "sum" and source == dt.float16:
+        # Triton's tl.sum of float16 is float16 (it widens only bfloat16): the float32
+        # tree sum, rounded, so the types downstream are Triton's
+        v = cast(b, v, dt.float16)
     if keep_dims:
         for ax in sorted(axes):
             v = expand_dims(b, v, ax)

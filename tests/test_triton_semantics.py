@@ -662,6 +662,33 @@ def test_a_constexpr_mask_takes_other(mask):
     np.testing.assert_array_equal(y, x if mask else np.full(8, -1.0, np.float32))
 
 
+@triton.jit
+def row_sums_and_scale(x_ptr, out_ptr, w_ptr, N: tl.constexpr):
+    r = tl.program_id(0)
+    x = tl.load(x_ptr + r * N + tl.arange(0, N))
+    s = tl.sum(x, axis=0)
+    tl.static_assert(s.dtype == x.dtype or x.dtype == tl.bfloat16)  # bf16 alone widens
+    tl.store(out_ptr + r, s * tl.load(w_ptr))  # (float16 times float16: float16)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_a_float16_sum_is_float16_as_tritons(dtype):
+    """Triton's ``tl.sum`` of float16 is float16 (only bfloat16 is widened); it was
+    float32 here, so arithmetic after it ran in float32 (vLLM-Ascend's rms-norm quant
+    kernel differed from Triton by one float16 step in 19% of its outputs). The sum
+    still accumulates in float32: the float32 tree sum, rounded."""
+    from dsl import numerics
+
+    x = (np.random.default_rng(3).standard_normal((4, 256)) * 30).astype(dtype)
+    w = np.array([3.3], dtype)
+    out = np.zeros(4, dtype)
+    dsl.from_triton(row_sums_and_scale)[(4,)](x, out, w, N=256)
+    sums = numerics.tree_sum(x.astype(np.float32), 1, np.dtype(np.float32)).astype(dtype)
+    np.testing.assert_array_equal(out, sums * w[0])  # the product rounded in dtype
+    differential(dsl.from_triton(row_sums_and_scale), (x, np.zeros(4, dtype), w), {"N": 256},
+                 grid=(4,))
+
+
 # ----------------------------------------------------------------------------- cast modes
 
 
