@@ -569,7 +569,7 @@ def _not_set(flag: str) -> ast.expr:
 
 def _set_flag(stmts: list[ast.stmt], flag: str) -> list[ast.stmt]:
     """``stmts`` with each (valueless) 'return' made ``flag = True``, and the statements
-    after one that may have returned run only if it did not (``if not flag:``)."""
+    after one that may have returned run only if it did not (``if flag == 0:``)."""
     out: list[ast.stmt] = []
     for i, stmt in enumerate(stmts):
         if isinstance(stmt, ast.Return):
@@ -597,7 +597,6 @@ def _is_value(x: Any) -> bool:
 _LOOP_HINTS = frozenset({"num_stages", "loop_unroll_factor", "disallow_acc_multi_buffer",
                          "flatten", "warp_specialize", "disable_licm", "bind_sub_block"})
 
-# Builtins whose ``input`` may be a pointer block: they apply to its offsets.
 # Triton's parameters after the pointer, in order, of the memory builtins whose DSL
 # signature has an ``index`` there (for positional calls in Triton kernels).
 _TRITON_ATOMIC_PARAMS = ("val", "mask", "sem", "scope")
@@ -610,6 +609,7 @@ _TRITON_MEMORY_PARAMS = {
        for op in ("add", "max", "min", "xchg", "and", "or", "xor")},
 }
 
+# Builtins whose ``input`` may be a pointer block: they apply to its offsets.
 _OFFSET_BUILTINS = frozenset({"reshape", "view", "permute", "trans", "expand_dims",
                               "broadcast_to", "multiple_of", "max_contiguous",
                               "max_constancy"})
