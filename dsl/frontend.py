@@ -1808,11 +1808,8 @@ def _load(v: _Visitor, node: ast.AST, pointer: Any, index: Any, mask: Any, other
         if isinstance(pointer, PointerChoice):
             if other is not None and mask is None:
                 raise v.error(node, "load() got other= without mask=")
-            loaded = None  # each argument's lanes, picked by the program's choice
-            for chosen, addr, narrowed in ptrs.accesses(v.b, pointer, mask):
-                part = sem.load(v.b, addr, None, narrowed, other)
-                loaded = part if loaded is None else sem.where(v.b, chosen, part, loaded)
-            return loaded
+            return ptrs.through_choice(v.b, pointer, mask, lambda addr, narrowed: sem.load(
+                v.b, addr, None, narrowed, other))
         if isinstance(pointer, Pointer) and pointer.element is not None:
             # the argument's own elements, read as the cast's type (same size)
             own = pointer.view.dtype
@@ -1862,9 +1859,8 @@ def _store(v: _Visitor, node: ast.AST, pointer: Any, index: Any, value: Any, mas
     if _pointer_form(v, pointer, index):
         value, mask = _shifted(v, node, "store", index, value, mask)
         if isinstance(pointer, PointerChoice) and value is not None:
-            for _, addr, narrowed in ptrs.accesses(v.b, pointer, mask):
-                sem.store(v.b, addr, None, value, narrowed)
-            return None
+            return ptrs.through_choice(v.b, pointer, mask, lambda addr, narrowed: sem.store(
+                v.b, addr, None, value, narrowed))
         if isinstance(pointer, Pointer) and pointer.element is not None and value is not None:
             value = sem.bitcast(v.b, sem.as_value(v.b, value, pointer.element),
                                 pointer.view.dtype)
@@ -1900,11 +1896,8 @@ def _atomic(op: str) -> Callable[..., Any]:
             val, mask = _shifted(v, node, what, index, val, mask)
             if val is None:
                 raise v.error(node, f"{what}() needs a value")
-            old = None  # each argument's lanes, picked by the program's choice
-            for chosen, addr, narrowed in ptrs.accesses(v.b, pointer, mask):
-                part = sem_.atomic(v.b, op, addr, None, val, narrowed, sem, scope)
-                old = part if old is None else sem_.where(v.b, chosen, part, old)
-            return old
+            return ptrs.through_choice(v.b, pointer, mask, lambda addr, narrowed: sem_.atomic(
+                v.b, op, addr, None, val, narrowed, sem, scope))
         target, pointer_form = _memory_target(v, node, what, pointer, index)
         if pointer_form:
             val, mask = _shifted(v, node, what, index, val, mask)

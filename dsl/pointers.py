@@ -32,6 +32,7 @@ addresses one argument holds, and the backends need nothing new.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,16 +146,20 @@ def choice_over(b: Builder, p: AnyPointer, views: tuple[ViewArg, ...]) -> Pointe
     return PointerChoice(views, which, p.offset)
 
 
-def accesses(b: Builder, p: PointerChoice, mask: Any) -> list[tuple[Value, Address, Any]]:
-    """A memory op through a choice: per argument, the condition that it is the
-    program's, the address there and the op's mask narrowed to it."""
-    out = []
+def through_choice(b: Builder, p: PointerChoice, mask: Any,
+                   access: Callable[[Address, Any], Value | None]) -> Value | None:
+    """A memory op through a choice: ``access(address, mask)`` once per argument, its
+    mask narrowed to the programs that chose that argument; the results (a load's
+    values, an atomic's old ones) picked by the choice, None for a store."""
+    picked = None
     for k, view in enumerate(p.views):
         chosen = sem.binary(b, "eq", p.which, k)
         narrowed = chosen if mask is None or mask is True else sem.binary(b, "and", mask,
                                                                           chosen)
-        out.append((chosen, address(b, Pointer(view, p.offset)), narrowed))
-    return out
+        part = access(address(b, Pointer(view, p.offset)), narrowed)
+        if part is not None:
+            picked = part if picked is None else sem.where(b, chosen, part, picked)
+    return picked
 
 
 def _offset_operand(b: Builder, delta: Operand, what: str) -> Operand:
