@@ -46,7 +46,7 @@ from dsl.errors import DSLCompileError, SourceLoc
 from dsl.ir import SUB_BLOCK_PARAM, Block, Function, Param, Type, Value, ViewType, verify
 from dsl.layout import Layout
 from dsl.opdefs import elementwise
-from dsl.pointers import BlockPointer, Pointer, PointerChoice
+from dsl.pointers import AddressPointer, BlockPointer, Pointer, PointerChoice
 from dsl.semantic import Builder, ViewArg
 from dsl.views import broadcast_to as host_broadcast_to
 
@@ -423,7 +423,8 @@ def _carriable(x: Any) -> bool:
     if type(x) is tuple:
         return all(_carriable(e) for e in x)
     return _is_value(x) or sem.is_pyscalar(x) or isinstance(x, (Pointer, BlockPointer,
-                                                                  ViewArg, PointerChoice))
+                                                                  ViewArg, PointerChoice,
+                                                                  AddressPointer))
 
 
 def _flatten(b: Builder, x: Any, like: list[Value] | None = None
@@ -440,6 +441,9 @@ def _flatten(b: Builder, x: Any, like: list[Value] | None = None
     if isinstance(x, PointerChoice):
         views = x.views
         return [x.which, x.offset], lambda vs: PointerChoice(views, vs[0], vs[1])
+    if isinstance(x, AddressPointer):
+        element = x.element
+        return [x.address, x.offset], lambda vs: AddressPointer(vs[0], vs[1], element)
     if isinstance(x, BlockPointer):
         bp = x
         values = [bp.origin.offset] + [sem.as_value(b, o, like[1 + i].dtype if like else None)
@@ -484,7 +488,7 @@ def _only_none_and_colons(node: ast.Subscript) -> bool:
 def _kind(x: Any) -> str:
     if type(x) is tuple:
         return f"tuple of {len(x)}"
-    if isinstance(x, (Pointer, ViewArg, PointerChoice)):
+    if isinstance(x, (Pointer, ViewArg, PointerChoice, AddressPointer)):
         return "pointer"
     return "block pointer" if isinstance(x, BlockPointer) else "value"
 
@@ -1183,9 +1187,10 @@ class _Visitor:
                 return base.dtype
             raise self.error(node, f"a tensor descriptor has no attribute '{attr}' (has "
                                    ".load, .store, .block_shape, .dtype)")
-        if self.src.triton and attr in ("to", "cast") and isinstance(base, (Pointer, ViewArg)):
+        if self.src.triton and attr in ("to", "cast") and isinstance(
+                base, (Pointer, ViewArg, AddressPointer)):
             return _Method(base, "to")  # x_ptr.to(tl.pointer_type(tl.int32))
-        if isinstance(base, (Pointer, BlockPointer, PointerChoice)):
+        if isinstance(base, (Pointer, BlockPointer, PointerChoice, AddressPointer)):
             if attr in ("dtype", "type"):
                 return base.dtype
             raise self.error(node, f"a pointer has no attribute '{attr}' (has .dtype)")
@@ -1392,8 +1397,8 @@ class _Visitor:
         base = self.expr(node.value)
         if isinstance(base, ViewArg) and self.src.triton and _only_none_and_colons(node):
             base = ptrs.as_pointer(self.b, base)  # Z[None, :]: a scalar pointer's block
-        if isinstance(base, (Pointer, PointerChoice)):  # ptrs[:, None] indexes the offsets
-            return ptrs.map_offsets(base, lambda off: self.subscript(node, off))
+        if isinstance(base, (Pointer, PointerChoice, AddressPointer)):  # ptrs[:, None]: offsets
+            return ptrs.map_offsets(self.b, base, lambda off: self.subscript(node, off))
         if not _is_value(base):
             index = self.expr(node.slice)
             try:
@@ -1545,10 +1550,10 @@ class _Visitor:
         if handler is None:
             raise self.error(node, f"dsl.{fn.__name__}() cannot be called here")
         arguments = bound.arguments
-        if fn.__name__ in _OFFSET_BUILTINS and isinstance(arguments.get("input"),
-                                                          (Pointer, PointerChoice)):
+        if fn.__name__ in _OFFSET_BUILTINS and isinstance(
+                arguments.get("input"), (Pointer, PointerChoice, AddressPointer)):
             # a shape op or hint on a pointer block applies to its offsets
-            return ptrs.map_offsets(arguments["input"], lambda offset: handler(
+            return ptrs.map_offsets(self.b, arguments["input"], lambda offset: handler(
                 self, node, **{**arguments, "input": offset}))
         if fn.__name__ == "where" and (ptrs.is_pointer(arguments["x"]) or
                                        ptrs.is_pointer(arguments["y"])):
@@ -1762,7 +1767,7 @@ def _pointer_form(v: _Visitor, target: Any, index: Any) -> bool:
     """True when a memory builtin addresses through a pointer (Triton's form): a
     pointer block, or a bare tensor argument with no index (or in a Triton kernel,
     where every tensor argument is a pointer)."""
-    if isinstance(target, (Pointer, PointerChoice)):
+    if isinstance(target, (Pointer, PointerChoice, AddressPointer)):
         return True
     return isinstance(target, ViewArg) and (index is None or v.src.triton)
 
@@ -1805,6 +1810,9 @@ def _load(v: _Visitor, node: ast.AST, pointer: Any, index: Any, mask: Any, other
     _no_boundary_check(v, node, "load", boundary_check)
     if _pointer_form(v, pointer, index):
         mask, other = _shifted(v, node, "load", index, mask, other)
+        if isinstance(pointer, AddressPointer):
+            return sem.load_address(v.b, pointer.address, pointer.offset, pointer.element, mask,
+                                    other)
         if isinstance(pointer, PointerChoice):
             if other is not None and mask is None:
                 raise v.error(node, "load() got other= without mask=")
@@ -1823,15 +1831,28 @@ def _load(v: _Visitor, node: ast.AST, pointer: Any, index: Any, mask: Any, other
 
 def _pointer_cast(v: _Visitor, node: ast.AST, x: Any, dtype: Any) -> Any:
     """``x.to(tl.pointer_type(T))``: a pointer argument read as another element type of
-    its size (``dsl.pointers.cast``); an integer cast to a pointer is refused."""
+    its size (``dsl.pointers.cast``), or a 64-bit integer (an address) as a pointer
+    (``dsl.pointers.AddressPointer``, which casts to another pointer type or back to a
+    64-bit integer)."""
+    if isinstance(x, AddressPointer):
+        v.at(node)
+        if isinstance(dtype, lang.PointerType):
+            return ptrs.retarget(v.b, x, _pointee(v, node, dtype))
+        return ptrs.address_as_integer(v.b, x, _dtype_arg(v, node, dtype))
     if not isinstance(dtype, lang.PointerType):
-        raise v.error(node, f"a pointer cast to {dtype!r}: a pointer casts only to a pointer "
-                            "type (pointer_type)")
+        raise v.error(node, f"a pointer cast to {dtype!r}: a pointer into an argument casts "
+                            "only to a pointer type (pointer_type)")
     if not isinstance(x, (Pointer, ViewArg)):
-        raise v.error(node, "an integer cast to a pointer (pointer_type) is not supported: an "
-                            "address with no memory this project can bound-check; pass the "
-                            "tensor instead")
+        v.at(node)
+        return ptrs.from_integer(v.b, x, _pointee(v, node, dtype))
     return ptrs.cast(v.b, x, dtype.element)
+
+
+def _pointee(v: _Visitor, node: ast.AST, dtype: lang.PointerType) -> DType:
+    if not isinstance(dtype.element, DType):
+        raise v.error(node, f"a pointer to {dtype.element!r}: pointers to pointers are not "
+                            "supported")
+    return dtype.element
 
 
 def _writable(v: _Visitor, node: ast.AST, pointer: Any) -> None:
@@ -1858,6 +1879,9 @@ def _store(v: _Visitor, node: ast.AST, pointer: Any, index: Any, value: Any, mas
     _no_boundary_check(v, node, "store", boundary_check)
     if _pointer_form(v, pointer, index):
         value, mask = _shifted(v, node, "store", index, value, mask)
+        if isinstance(pointer, AddressPointer) and value is not None:
+            return sem.store_address(v.b, pointer.address, pointer.offset, pointer.element,
+                                     value, mask)
         if isinstance(pointer, PointerChoice) and value is not None:
             return ptrs.through_choice(v.b, pointer, mask, lambda addr, narrowed: sem.store(
                 v.b, addr, None, value, narrowed))
@@ -2198,7 +2222,7 @@ def _check_addressing(fn: Function) -> None:
     forms: dict[str, set[bool]] = {}
     first: dict[str, Any] = {}
     for op in fn.walk():
-        if op.defn.reads_memory or op.defn.writes_memory:
+        if (op.defn.reads_memory or op.defn.writes_memory) and not op.defn.host_address:
             forms.setdefault(op.tensor, set()).add(bool(op.attrs.get("pointer")))
             first.setdefault(op.tensor, op)
     for p in fn.params:

@@ -393,12 +393,21 @@ class Function:
         yield from walk_block(self.body)
 
     def tensors_read(self) -> frozenset[str]:
-        """Names of the tensor parameters some op reads."""
-        return frozenset(op.tensor for op in self.walk() if op.defn.reads_memory)
+        """Names of the tensor parameters some op reads through its view (loads at
+        integer addresses, ``host_addresses``, may read any of them)."""
+        return frozenset(op.tensor for op in self.walk()
+                         if op.defn.reads_memory and not op.defn.host_address)
 
     def tensors_written(self) -> frozenset[str]:
-        """Names of the tensor parameters some op writes (stores and atomics)."""
-        return frozenset(op.tensor for op in self.walk() if op.defn.writes_memory)
+        """Names of the tensor parameters some op writes through its view (stores and
+        atomics; stores at integer addresses may write any of them)."""
+        return frozenset(op.tensor for op in self.walk()
+                         if op.defn.writes_memory and not op.defn.host_address)
+
+    def host_addresses(self) -> bool:
+        """True when some op accesses memory at integer addresses (a Triton pointer
+        cast from an integer), which may be any tensor's memory."""
+        return any(op.defn.host_address for op in self.walk())
 
     @property
     def sub_blocks(self) -> bool:

@@ -226,6 +226,12 @@ class OpDef:
         return self.effect in (Effect.WRITE, Effect.UPDATE)
 
     @property
+    def host_address(self) -> bool:
+        """It reads or writes memory at integer byte addresses (a Triton pointer cast
+        from an integer) instead of through a tensor argument's view."""
+        return "address" in self.signature.roles
+
+    @property
     def removable(self) -> bool:
         """An op of this kind whose results are unused may be deleted."""
         return self.effect in (Effect.PURE, Effect.READ)
@@ -500,6 +506,33 @@ def _check_load(op: Op) -> str | None:
 
 def _check_store(op: Op) -> str | None:
     return _check_access(op, op.value)
+
+
+def _check_address_access(op: Op, data: Any) -> str | None:
+    address, offset, mask = op.require("address"), op.offset, op.mask
+    if address.dtype != dt.int64:
+        return f"the address is {address.dtype.name}, expected int64"
+    if not offset.dtype.is_int or offset.dtype.is_bool:
+        return "the offset must be an integer"
+    if address.shape and address.shape != data.shape:
+        return f"the address is {address.type}: a scalar or one per lane of {data.type}"
+    shapes = {offset.shape, data.shape} | ({mask.shape} if mask else set())
+    if len(shapes) != 1:
+        return f"offset, mask and data shapes differ: {sorted(shapes)}"
+    if mask is not None and not mask.dtype.is_bool:
+        return "mask is not int1"
+    return None
+
+
+def _check_load_address(op: Op) -> str | None:
+    problem = _check_address_access(op, op.result)
+    if problem is None and op.other is not None and op.other.type != op.result.type:
+        return f"other is {op.other.type}, expected {op.result.type}"
+    return problem
+
+
+def _check_store_address(op: Op) -> str | None:
+    return _check_address_access(op, op.value)
 
 
 ATOMIC_OPS = ("add", "max", "min", "xchg", "and", "or", "xor")
@@ -809,6 +842,16 @@ _STRUCTURAL = [
           _check_atomic_cas, "compare-and-swap: write value where the old value equals "
           "compare; the result is the old value", attrs=("sem", "scope"), labelled=True,
           index_roles=("index",)),
+    OpDef("load_address", Signature.parse("address offset [mask other]"), Effect.READ,
+          _check_load_address, "read elements of the result's dtype offset elements past "
+          "int64 byte addresses (a Triton pointer cast from an integer: "
+          "dsl.pointers.AddressPointer), each checked against the host memory the launch "
+          "can see (lowering.host_memory); masked-off lanes give other", labelled=True,
+          index_roles=("address", "offset", "mask")),
+    OpDef("store_address", Signature.parse("address offset value [mask]"), Effect.WRITE,
+          _check_store_address, "write value offset elements past int64 byte addresses "
+          "where mask holds (see load_address)", results=0, labelled=True,
+          index_roles=("address", "offset", "mask")),
     OpDef("for", Signature.parse("start end step *inits"), Effect.CONTROL, _check_for,
           "loop over range(start, end, step) carrying values (body arguments: the "
           "induction variable, then the carried values)", results=-1, regions=1,

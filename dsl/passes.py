@@ -381,7 +381,8 @@ def simplify_indices(fn: Function) -> None:
             if op.defn.index_roles is not None and "offset" in op.defn.signature.roles:
                 # (a pointer's offsets are the kernel author's own expression, kept as
                 # written: Triton compiles them so, and sympy would only cost time)
-                for role in ("index", "offset") if not op.attrs.get("pointer") else ():
+                pointer = op.attrs.get("pointer") or op.defn.host_address
+                for role in ("index", "offset") if not pointer else ():
                     i += _simplify_operand(block, op, role, ranges)
                 _drop_true_mask(op, ranges)
             i += 1

@@ -27,6 +27,18 @@ moves the offset; a load, store or atomic through it becomes one masked access p
 argument (``mask & (which == k)``), each bound-checked against its own argument, and
 a load's results are selected by ``which``. So the rule that each memory op
 addresses one argument holds, and the backends need nothing new.
+
+An ``AddressPointer`` is the one exception to that rule: a 64-bit integer cast to a
+pointer (``tl.load(table + g).to(tl.pointer_type(tl.float16))``, the pointer tables
+of grouped GEMMs and per-layer KV caches). It keeps the int64 byte address as cast
+(a scalar, or a block of them) and an element offset, which pointer arithmetic moves,
+as a ``Pointer`` keeps its argument and offset; its loads and stores are the IR's
+``load_address``/``store_address`` of (address, offset), which the interpreter checks
+lane by lane against the host memory the launch can see (``lowering.host_memory``)
+and the code generator writes back as the kernel wrote it, ``address.to(
+tl.pointer_type(T)) + offset`` (triton-ascend lowers a scalar address cast so, and
+fails on a block of addresses computed first). Atomics and block pointers through it
+are refused.
 """
 
 from __future__ import annotations
@@ -85,17 +97,80 @@ class PointerChoice:
         return ", ".join(f"'{v.name}'" for v in self.views)
 
 
-AnyPointer = Pointer | ViewArg | PointerChoice
+@dataclass(frozen=True)
+class AddressPointer:
+    """A scalar or block of pointers cast from 64-bit integers (see the module doc)."""
+
+    address: Value  # int64 byte addresses, as cast: a scalar or a block
+    offset: Value  # elements from the address; an integer dtype
+    element: dt.DType
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        a, o = self.address.shape, self.offset.shape
+        return a if len(a) > len(o) or (len(a) == len(o) and a >= o) else o
+
+    @property
+    def dtype(self) -> dt.DType:
+        return self.element
+
+    @property
+    def itemsize(self) -> int:
+        return max(1, self.element.itemsize)  # (Triton's int1 pointer steps by a byte)
+
+
+AnyPointer = Pointer | ViewArg | PointerChoice | AddressPointer
 
 
 def is_pointer(x: object) -> bool:
-    return isinstance(x, (Pointer, ViewArg, PointerChoice))
+    return isinstance(x, (Pointer, ViewArg, PointerChoice, AddressPointer))
+
+
+def from_integer(b: Builder, x: Any, element: Any) -> AddressPointer:
+    """``x.to(tl.pointer_type(element))`` of a 64-bit integer scalar or block."""
+    if not isinstance(x, Value) or not x.dtype.is_int or x.dtype.is_bool:
+        raise b.error(f"only a 64-bit integer or a pointer casts to a pointer type, got "
+                      f"{getattr(x, 'type', type(x).__name__)}")
+    if x.dtype.bits != 64:
+        raise b.error(f"an integer cast to a pointer must be 64 bits wide (an address), got "
+                      f"{x.dtype.name}")
+    if not isinstance(element, dt.DType):
+        raise b.error(f"a pointer cast from an integer points to a scalar type, got "
+                      f"{element!r}")
+    return AddressPointer(sem.cast(b, x, dt.int64), sem.constant(b, 0, dt.int32), element)
+
+
+def byte_address(b: Builder, p: AddressPointer) -> Value:
+    """The int64 address of every element ``p`` points to."""
+    moved = sem.cast(b, p.offset, dt.int64)
+    if p.itemsize != 1:
+        moved = sem.binary(b, "mul", moved, p.itemsize)
+    return sem.binary(b, "add", p.address, moved)
+
+
+def retarget(b: Builder, p: AddressPointer, element: dt.DType) -> AddressPointer:
+    """``p.to(tl.pointer_type(element))``: the same bytes as another element type."""
+    if element == p.element:
+        return p
+    return AddressPointer(byte_address(b, p), sem.constant(b, 0, dt.int32), element)
+
+
+def address_as_integer(b: Builder, p: AddressPointer, dtype: Any) -> Value:
+    """``p.to(tl.int64)``: the addresses themselves."""
+    if not isinstance(dtype, dt.DType) or not dtype.is_int or dtype.bits != 64:
+        raise b.error(f"a pointer cast from an integer casts back only to a 64-bit integer "
+                      f"type, got {dtype!r}")
+    return sem.cast(b, byte_address(b, p), dtype)
 
 
 def as_pointer(b: Builder, x: Pointer | ViewArg) -> Pointer:
     """A tensor argument as the pointer to its first element."""
     if isinstance(x, Pointer):
         return x
+    if isinstance(x, AddressPointer):
+        raise b.error("a pointer cast from an integer supports + and - of offsets, "
+                      "comparisons, where(), load and store (not atomics, block pointers or "
+                      "index_select)")
     if isinstance(x, PointerChoice):
         raise b.error(f"a pointer that a runtime 'if' bound to different arguments "
                       f"({x.names}) supports + and - of offsets, load, store, atomics and "
@@ -108,12 +183,19 @@ def views_of(p: Any) -> tuple[ViewArg, ...]:
     """The arguments a pointer (or a block pointer) may point into."""
     if isinstance(p, PointerChoice):
         return p.views
+    if isinstance(p, AddressPointer):
+        return ()
     return (p if isinstance(p, ViewArg) else p.view,)
 
 
 def merged_views(b: Builder, p: AnyPointer, q: AnyPointer) -> tuple[ViewArg, ...] | None:
     """The arguments a pointer bound to ``p`` in one branch of an ``if`` and to ``q``
     in the other may point into (``p``'s first); None when both point into one."""
+    if isinstance(p, AddressPointer) or isinstance(q, AddressPointer):
+        if not (isinstance(p, AddressPointer) and isinstance(q, AddressPointer)):
+            raise b.error("a pointer cast from an integer and a pointer into an argument in "
+                          "the branches of one 'if': cast both from integers, or use neither")
+        return None
     views = list(views_of(p))
     if any(isinstance(x, Pointer) and x.element is not None for x in (p, q)) and \
             len({v.name for v in (*views, *views_of(q))}) > 1:
@@ -177,12 +259,27 @@ def offset_by(b: Builder, ptr: AnyPointer, delta: Operand, subtract: bool = Fals
     """``ptr + delta`` (or ``ptr - delta``): a pointer into the same argument(s)."""
     what = "pointer " + ("-" if subtract else "+")
     step = _offset_operand(b, delta, what)
-    if isinstance(ptr, PointerChoice):
+    if isinstance(ptr, (AddressPointer, PointerChoice)):
         return dataclasses.replace(ptr, offset=sem.binary(b, "sub" if subtract else "add",
                                                           ptr.offset, step))
     p = as_pointer(b, ptr)
     return dataclasses.replace(p, offset=sem.binary(b, "sub" if subtract else "add", p.offset,
                                                     step))
+
+
+def _both_addresses(b: Builder, lhs: Any, rhs: Any, what: str) -> bool:
+    """True for two pointers cast from integers (to one element type); an error for one
+    such pointer and a pointer into an argument."""
+    kinds = isinstance(lhs, AddressPointer), isinstance(rhs, AddressPointer)
+    if kinds == (False, False):
+        return False
+    if kinds != (True, True):
+        raise b.error(f"{what} of a pointer cast from an integer and a pointer into an "
+                      "argument")
+    if lhs.element != rhs.element:
+        raise b.error(f"{what} of a pointer to {lhs.element.name} and one to "
+                      f"{rhs.element.name}")
+    return True
 
 
 def _same_argument(b: Builder, p: Pointer, q: Pointer, what: str) -> None:
@@ -193,6 +290,10 @@ def _same_argument(b: Builder, p: Pointer, q: Pointer, what: str) -> None:
 
 def difference(b: Builder, lhs: Pointer | ViewArg, rhs: Pointer | ViewArg) -> Value:
     """``p - q`` of two pointers into one argument: their distance in elements."""
+    if _both_addresses(b, lhs, rhs, "difference"):
+        bytes_apart = sem.binary(b, "sub", byte_address(b, lhs), byte_address(b, rhs))
+        return bytes_apart if lhs.itemsize == 1 else \
+            sem.binary(b, "floordiv", bytes_apart, lhs.itemsize)
     p, q = as_pointer(b, lhs), as_pointer(b, rhs)
     _same_argument(b, p, q, "difference")
     return sem.binary(b, "sub", p.offset, q.offset)
@@ -200,6 +301,8 @@ def difference(b: Builder, lhs: Pointer | ViewArg, rhs: Pointer | ViewArg) -> Va
 
 def compare(b: Builder, op: str, lhs: Pointer | ViewArg, rhs: Pointer | ViewArg) -> Value:
     """A comparison of two pointers into one argument (their offsets compare)."""
+    if _both_addresses(b, lhs, rhs, "comparison"):
+        return sem.binary(b, op, byte_address(b, lhs), byte_address(b, rhs))
     p, q = as_pointer(b, lhs), as_pointer(b, rhs)
     _same_argument(b, p, q, "comparison")
     return sem.binary(b, op, p.offset, q.offset)
@@ -209,6 +312,9 @@ def select(b: Builder, cond: Operand, x: AnyPointer, y: AnyPointer
            ) -> Pointer | PointerChoice:
     """``where(cond, p, q)`` of two pointers into one argument, or, for a scalar
     ``cond`` (``a_ptr if flag else b_ptr``), into different ones: a choice."""
+    if _both_addresses(b, x, y, "where()"):
+        return AddressPointer(sem.where(b, cond, x.address, y.address),
+                              sem.where(b, cond, x.offset, y.offset), x.element)
     views = merged_views(b, x, y) if is_pointer(x) and is_pointer(y) else None
     if views is not None and not getattr(cond, "shape", ()):
         p, q = choice_over(b, x, views), choice_over(b, y, views)
@@ -221,9 +327,18 @@ def select(b: Builder, cond: Operand, x: AnyPointer, y: AnyPointer
     return dataclasses.replace(p, offset=sem.where(b, cond, p.offset, q.offset))
 
 
-def map_offsets(ptr: Pointer | PointerChoice, fn: Any) -> Pointer | PointerChoice:
+def map_offsets(b: Builder, ptr: Pointer | PointerChoice | AddressPointer, fn: Any
+                ) -> Pointer | PointerChoice | AddressPointer:
     """A shape op (broadcast, reshape, expand_dims, permute, a hint) applied to the
-    offsets of a pointer block."""
+    offsets of a pointer block (and to a block of addresses cast from integers)."""
+    if isinstance(ptr, AddressPointer):
+        address, offset = ptr.address, ptr.offset
+        if address.shape and offset.shape != address.shape:
+            address = sem.broadcast_to(b, address, ptr.shape)
+            offset = sem.broadcast_to(b, offset, ptr.shape)
+        return AddressPointer(fn(address) if address.shape else address,
+                              fn(offset) if offset.shape or not address.shape else offset,
+                              ptr.element)
     return dataclasses.replace(ptr, offset=fn(ptr.offset))
 
 

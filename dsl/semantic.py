@@ -750,6 +750,51 @@ def store(b: Builder, target: Target, index: Operand | None, value: Operand,
     b.emit("store", operands, [], attrs=addr.attrs)
 
 
+def _address_operands(b: Builder, address: Value, offset: Value, shape: tuple[int, ...]
+                      ) -> list[Value]:
+    """(address, offset) of an access of ``shape``: the offset broadcast to it, the
+    address too unless it is one scalar (kept so, as the kernel cast it)."""
+    if address.shape:
+        address = broadcast_to(b, address, shape)
+    return [address, broadcast_to(b, offset, shape)]
+
+
+def load_address(b: Builder, address: Value, offset: Value, element: DType,
+                 mask: Operand | None, other: Operand | None) -> Value:
+    """Load ``element`` values ``offset`` elements past int64 byte addresses (a pointer
+    cast from an integer, ``dsl.pointers.AddressPointer``); masked-off lanes give
+    ``other`` (default 0)."""
+    shape = broadcast_shapes(b, address.shape, offset.shape, "load")
+    operands = _address_operands(b, address, offset, shape)
+    m = _mask_value(b, mask, shape)
+    if m is not None:
+        if b.triton_rules and isinstance(other, int) and not isinstance(other, bool) and \
+                element.is_int and not element.is_bool and not _fits(other, element):
+            other = _wrapped(other, element)  # (as ``load`` does)
+        fill = as_value(b, 0 if other is None else other, element)
+        _same_rank(b, "other=", fill, shape)
+        operands += [m, broadcast_to(b, fill, shape)]
+    elif other is not None and mask is not True:
+        raise b.error("load() got other= without mask=")
+    return b.emit("load_address", operands, [Type(element, shape)]).result
+
+
+def store_address(b: Builder, address: Value, offset: Value, element: DType, value: Operand,
+                  mask: Operand | None) -> None:
+    """Store ``value`` (converted to ``element``) ``offset`` elements past int64 byte
+    addresses."""
+    shape = broadcast_shapes(b, address.shape, offset.shape, "store")
+    val = as_value(b, value, element)
+    _same_rank(b, "a stored value", val, shape)
+    if broadcast_shapes(b, val.shape, shape, "store") != shape:
+        raise b.error(f"stored value of shape {list(val.shape)} does not fit pointer shape "
+                      f"{list(shape)}")
+    val = broadcast_to(b, val, shape)
+    m = _mask_value(b, mask, shape)
+    b.emit("store_address", _address_operands(b, address, offset, shape) + [val] +
+           ([m] if m is not None else []), [])
+
+
 # ----------------------------------------------------------------------------- shape ops
 
 

@@ -246,7 +246,7 @@ def _compile_cpu(generated: GeneratedKernel, root: Path, options: Options,
         locate=locate)
     linalg = front.stage("linalg", "ttadapter", front.ttir())
     check_linalg(linalg)
-    linalg = lower_hfusion_float_mods(lower_hfusion_histograms(linalg))
+    linalg = lower_hivm_pointer_casts(lower_hfusion_float_mods(lower_hfusion_histograms(linalg)))
     refuse_ascend_only_ops(linalg, generated.name)
     llir = front.run("llir", lambda: _linalg_to_llir(linalg, options.llvm_root))
     types = _signature(llir, generated.name)
@@ -342,6 +342,41 @@ def lower_hfusion_float_mods(linalg: str) -> str:
                 f"{i}  linalg.yield %{p}r : {ety}\n"
                 f"{i}}} -> {tensor}")
     return _HFUSION_FLOAT_MOD.sub(generic, linalg)
+
+
+# A pointer cast from an integer (``addr.to(tl.pointer_type(T))``) reaches Linalg as
+# the Ascend-only ``hivm.hir.pointer_cast`` of the address to a 1-D memref of the
+# accessed extent (triton-adapter's lowering of ``tt.int_to_ptr``).
+_HIVM_POINTER_CAST = re.compile(
+    r"^(?P<indent>\s*)(?P<result>%[\w.#]+) = hivm\.hir\.pointer_cast\((?P<address>%[\w.#]+)\) "
+    r"\[(?P<size>%[\w.#]+)\] : (?P<memref>memref<\?x(?P<ety>\w+)>)$", re.MULTILINE)
+
+_DESCRIPTOR = "!llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>"
+
+
+def lower_hivm_pointer_casts(linalg: str) -> str:
+    """Each ``hivm.hir.pointer_cast`` rewritten as what it means on a CPU: the memref
+    whose data is at that host address, built as the LLVM memref descriptor MLIR
+    itself uses (pointer, offset 0, the size, stride 1) and cast to the memref type;
+    lowering the memref to LLVM meets the cast and cancels it. The interpreter has
+    checked every address of the launch before the compiled code runs
+    (``lowering.host_memory``)."""
+    def descriptor(match: re.Match[str]) -> str:
+        i, p = match["indent"], "ptrcast" + re.sub(r"\W", "_", match["result"][1:]) + "_"
+        return "\n".join([
+            f"{i}%{p}ptr = llvm.inttoptr {match['address']} : i64 to !llvm.ptr",
+            f"{i}%{p}size = arith.index_cast {match['size']} : index to i64",
+            f"{i}%{p}zero = llvm.mlir.constant(0 : i64) : i64",
+            f"{i}%{p}one = llvm.mlir.constant(1 : i64) : i64",
+            f"{i}%{p}d0 = llvm.mlir.undef : {_DESCRIPTOR}",
+            f"{i}%{p}d1 = llvm.insertvalue %{p}ptr, %{p}d0[0] : {_DESCRIPTOR}",
+            f"{i}%{p}d2 = llvm.insertvalue %{p}ptr, %{p}d1[1] : {_DESCRIPTOR}",
+            f"{i}%{p}d3 = llvm.insertvalue %{p}zero, %{p}d2[2] : {_DESCRIPTOR}",
+            f"{i}%{p}d4 = llvm.insertvalue %{p}size, %{p}d3[3, 0] : {_DESCRIPTOR}",
+            f"{i}%{p}d5 = llvm.insertvalue %{p}one, %{p}d4[4, 0] : {_DESCRIPTOR}",
+            f"{i}{match['result']} = builtin.unrealized_conversion_cast %{p}d5 : "
+            f"{_DESCRIPTOR} to {match['memref']}"])
+    return _HIVM_POINTER_CAST.sub(descriptor, linalg)
 
 
 def refuse_ascend_only_ops(linalg: str, kernel: str) -> None:

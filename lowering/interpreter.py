@@ -69,6 +69,7 @@ from dsl.options import Options
 from dsl.views import same_elements
 from lowering import workers
 from lowering.buffers import borrow, give_back, scratch
+from lowering.host_memory import HostMemory, resolve
 from lowering.lanes import (
     Affine,
     BoxedValues,
@@ -215,12 +216,16 @@ class Interpreter:
         self.tracked_as = _alias_names(launch.tensors) if self.full_race else {}
         self.fn: Function = launch.function
         facts = _facts(self.fn)
-        # Iterations and programs are independent unless the kernel reads what it writes.
-        self.independent = not _overlaps(launch.tensors, facts.loaded, facts.stored)
+        # Iterations and programs are independent unless the kernel reads what it writes
+        # (an access at an integer address may reach any tensor: never independent).
+        self.host_addresses = facts.host_addresses
+        self.independent = not facts.host_addresses and \
+            not _overlaps(launch.tensors, facts.loaded, facts.stored)
+        self._host_memory: HostMemory | None = None  # built on the first such access
         # a while loop reads memory the launch writes (through any argument: the same
         # tensor may be passed twice): programs run one at a time (``_run_grid``)
-        self.waits_on_memory = bool(facts.waited_on) and \
-            _overlaps(launch.tensors, facts.waited_on, facts.stored)
+        self.waits_on_memory = bool(facts.waited_on) and (
+            facts.host_addresses or _overlaps(launch.tensors, facts.waited_on, facts.stored))
         self.index_slice = facts.index_slice
         # loads whose data decide other accesses' indices, run by the pre-pass itself
         # (``gather_slice``): only while the tensors they read share no memory with one
@@ -501,7 +506,7 @@ class Interpreter:
         known = self._address_only.get(value.uid)
         if known is None:
             known = value.has_uses and all(
-                user.defn.effect is Effect.READ and not any(
+                user.defn.effect is Effect.READ and not user.defn.host_address and not any(
                     v is value for v in user.operands if v is not user.index and
                     v is not user.offset) for user in value.users)
             self._address_only[value.uid] = known
@@ -964,7 +969,8 @@ class Interpreter:
         known = self._boxed_loads.get(id(op))
         if known is None:
             known = op.result.has_uses and all(
-                user.defn.effect is Effect.WRITE and user.mask is op.mask and
+                user.defn.effect is Effect.WRITE and not user.defn.host_address and
+                user.mask is op.mask and
                 all(v is not op.result for v in user.operands if v is not user.value)
                 for user in op.result.users)
             self._boxed_loads[id(op)] = known
@@ -977,7 +983,8 @@ class Interpreter:
         known = self.unwritten.get(name)
         if known is None:
             buffer = self.launch.tensors[name].buffer
-            known = self.unwritten[name] = name not in self.stored and not any(
+            known = self.unwritten[name] = not self.host_addresses and \
+                name not in self.stored and not any(
                 np.may_share_memory(buffer, self.launch.tensors[w].buffer) for w in self.stored)
         return known
 
@@ -1032,6 +1039,59 @@ class Interpreter:
             value = value if isinstance(value, (BoxedValues, TakenLines)) else materialize(value)
         shape = (frame.size,) + op.value.shape
         self.journal.store(tensor.buffer, frame.get(op.offset), value, mask, shape)
+
+    def _memory(self) -> HostMemory:
+        if self._host_memory is None:
+            self._host_memory = HostMemory({name: t.buffer
+                                            for name, t in self.launch.tensors.items()})
+        return self._host_memory
+
+    def _addresses(self, op: Op, frame: Frame, shape: tuple[int, ...], itemsize: int
+                   ) -> np.ndarray:
+        """The int64 byte address of every lane of a ``load_address``/``store_address``
+        (wrapping as the device's 64-bit pointer arithmetic does)."""
+        base = materialize(frame.get(op.require("address"))).astype(np.int64, copy=False)
+        offset = materialize(frame.get(op.offset)).astype(np.int64, copy=False)
+        base = base.reshape(base.shape[:1] + (1,) * (len(shape) - base.ndim) + base.shape[1:])
+        return np.broadcast_to(base + offset * np.int64(itemsize), shape)
+
+    def op_load_address(self, op: Op, frame: Frame) -> None:
+        """A load through a pointer cast from an integer (``lowering.host_memory``)."""
+        shape = (frame.size,) + op.result.shape
+        dtype = op.result.dtype
+        element = np.dtype(np.uint8) if dtype.is_bool else dtype.np  # (Triton's i1 is a byte)
+        addresses = self._addresses(op, frame, shape, element.itemsize)
+        mask = None if op.mask is None else \
+            np.broadcast_to(materialize(frame.get(op.mask)), shape)
+        access = resolve(self._memory(), addresses, mask, element, "load", self.fn.name,
+                         op.loc, frame.pid)
+        if op.other is not None:
+            out = np.array(np.broadcast_to(materialize(frame.get(op.other)), shape),
+                           dtype=element)
+        else:
+            out = np.zeros(shape, element)
+        flat = out.reshape(-1)
+        for _, typed, lanes, elements in access.groups:
+            flat[lanes] = typed[elements]
+        frame.set(op.result, out != 0 if dtype.is_bool else out)
+
+    def op_store_address(self, op: Op, frame: Frame) -> None:
+        """A store through a pointer cast from an integer: every lane checked first,
+        then written through the journal (undo mode: such a launch is never
+        independent), so a failing launch writes nothing."""
+        shape = (frame.size,) + op.value.shape
+        dtype = op.value.dtype
+        element = np.dtype(np.uint8) if dtype.is_bool else dtype.np
+        addresses = self._addresses(op, frame, shape, element.itemsize)
+        mask = None if op.mask is None else \
+            np.broadcast_to(materialize(frame.get(op.mask)), shape)
+        access = resolve(self._memory(), addresses, mask, element, "store", self.fn.name,
+                         op.loc, frame.pid)
+        if self.race_check:
+            _check_address_race(op, self.fn.name, addresses, mask, frame.pid)
+        values = np.broadcast_to(materialize(frame.get(op.value)), shape).reshape(-1)
+        for _, typed, lanes, elements in access.groups:
+            self.journal.write_elements(typed, elements, values[lanes].astype(element))
 
     def _track(self, op: Op, frame: Frame, index: Any, mask: Any, write: bool) -> None:
         """The full race check: an element one program writes may be neither written
@@ -1447,6 +1507,9 @@ class _KernelFacts:
     # tensor the kernel writes (a spin lock, a flag another program sets), programs run
     # one at a time (``Interpreter.waits_on_memory``)
     waited_on: frozenset[str]
+    # some op accesses memory at integer addresses (``lowering.host_memory``): it may
+    # reach any tensor, and is checked as it runs, never by the pre-pass
+    host_addresses: bool
     # bounds proofs of earlier launches, by ``proof_key``
     proofs: dict[tuple, tuple[bool, dict[str, list[tuple[int, int]]]]] = \
         dataclasses.field(default_factory=dict)
@@ -1461,11 +1524,39 @@ class _KernelFacts:
 _FACTS: weakref.WeakKeyDictionary[Function, _KernelFacts] = weakref.WeakKeyDictionary()
 
 
+def _check_address_race(op: Op, kernel: str, addresses: np.ndarray, mask: np.ndarray | None,
+                        pid: np.ndarray) -> None:
+    """Two active lanes of one store at integer addresses writing the same address race
+    (as two lanes of a store through a view do in a launch that reads what it writes)."""
+    flat = addresses.reshape(-1)
+    lanes = np.arange(flat.size) if mask is None else np.flatnonzero(mask.reshape(-1))
+    if lanes.size < 2:
+        return
+    order = np.argsort(flat[lanes], kind="stable")
+    ranked = flat[lanes][order]
+    same = np.flatnonzero(ranked[1:] == ranked[:-1])
+    if same.size == 0:
+        return
+    first, second = lanes[order[same[0]]], lanes[order[same[0] + 1]]
+    per_row = prod(addresses.shape[1:])
+
+    def where(lane: int) -> str:
+        row, within = divmod(int(lane), per_row)
+        return f"program id {tuple(int(p) for p in pid[min(row, pid.shape[0] - 1)])}, " \
+               f"lane {within}"
+
+    raise DataRaceError(
+        f"{op.loc}: data race in kernel '{kernel}': two lanes store to address "
+        f"{int(ranked[same[0]]):#x} through a pointer cast from an integer ({where(first)}; "
+        f"{where(second)}) without an atomic\n{op.loc.excerpt()}")
+
+
 def _waited_on(fn: Function) -> frozenset[str]:
     """The tensors a ``while`` loop reads (loads or atomically updates): if the launch
     writes one of them (or memory it shares), the loop's trips may wait for another
     program's write, which programs run side by side in lockstep would never make."""
-    return frozenset(inner.tensor for op in fn.walk() if op.defn.conditional_loop
+    return frozenset(inner.tensor if not inner.defn.host_address else "<address>"
+                     for op in fn.walk() if op.defn.conditional_loop
                      for region in op.regions for inner in walk_block(region)
                      if inner.defn.reads_memory)
 
@@ -1487,6 +1578,8 @@ RUNTIME_CHECKS: dict[str, Callable[[Op], bool]] = {
     "gather": lambda op: True,
     "histogram": lambda op: True,
     "while": lambda op: True,
+    "load_address": lambda op: True,  # (each address is checked as it is used)
+    "store_address": lambda op: True,
 }
 
 
@@ -1512,7 +1605,7 @@ def _facts(fn: Function) -> _KernelFacts:
             <= _max_block(fn.body, True),
             _last_uses(fn.body), may_fail,
             None if may_fail or data_loads else flat_form(fn, indices), _dot_operand_loads(fn),
-            _waited_on(fn))
+            _waited_on(fn), fn.host_addresses())
         _FACTS[fn] = facts
     return facts
 
@@ -1729,6 +1822,8 @@ HANDLERS: dict[str, Callable[[Interpreter, Op, Frame], None]] = {
     "store": Interpreter.op_store,
     "atomic": Interpreter.op_atomic,
     "atomic_cas": Interpreter.op_atomic_cas,
+    "load_address": Interpreter.op_load_address,
+    "store_address": Interpreter.op_store_address,
     "for": Interpreter.op_for,
     "if": Interpreter.op_if,
     "reduce_fn": Interpreter.op_reduce_fn,

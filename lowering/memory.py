@@ -774,6 +774,12 @@ class StoreJournal:
             self._undo.append((buffer, where, buffer[where].copy()))
         buffer[where] = values
 
+    def write_elements(self, buffer: np.ndarray, where: np.ndarray, values: np.ndarray
+                       ) -> None:
+        """Write ``values`` at the flat positions ``where`` of ``buffer`` (checked by the
+        caller), in the journal's mode."""
+        self._write(buffer, where, values)
+
     def update(self, buffer: np.ndarray, where: np.ndarray, values: np.ndarray) -> None:
         """Write at once (a read-modify-write), logging the old values in undo mode."""
         if self.mode == "deferred":

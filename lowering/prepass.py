@@ -73,6 +73,8 @@ def gather_slice(fn: Function) -> tuple[set[int], frozenset[int]] | None:
 
 def _slice(fn: Function, gathers: bool, roots: str = "all"
            ) -> tuple[set[int], frozenset[int]] | None:
+    if fn.host_addresses():
+        return None  # (accesses at integer addresses are checked as they run)
     block_args = _loop_arguments(fn)
     written = fn.tensors_written()
     data_loads: set[int] = set()

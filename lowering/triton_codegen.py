@@ -134,8 +134,10 @@ class _Emitter:
             seen.add(v.uid)
             for use in v.users:
                 if use.defn.effect is Effect.WRITE:
-                    if not (use.value is v and use.mask is mask and v not in
-                            (use.index, use.offset)):
+                    addressing = (use.require("address"), use.offset) \
+                        if use.defn.host_address else \
+                        (use.index, use.offset)
+                    if not (use.value is v and use.mask is mask and v not in addressing):
                         return True
                 elif use.defn.lanewise:
                     work.extend(use.results)
@@ -592,6 +594,23 @@ class _Emitter:
         self.emit(f"{self.define(op.result)} = tl.atomic_{op.attrs['op']}({address}, "
                   f"{self.name(op.value)}{mask}{self._memory_semantics(op)})", indent, op.loc)
 
+    def _host_pointer(self, op: Op, element: DType) -> str:
+        """The int64 addresses of a ``load_address``/``store_address`` cast back to the
+        pointer block they came from."""
+        return f"{self.name(op.require('address'))}.to(tl.pointer_type(" \
+               f"{element.triton_name})) + {self.name(op.offset)}"
+
+    def op_load_address(self, op: Op, indent: int) -> None:
+        pointer = self._host_pointer(op, op.result.dtype)
+        masked = f", mask={self.name(op.mask)}, other={self.name(op.other)}" \
+            if op.mask is not None else ""
+        self.emit(f"{self.define(op.result)} = tl.load({pointer}{masked})", indent, op.loc)
+
+    def op_store_address(self, op: Op, indent: int) -> None:
+        pointer = self._host_pointer(op, op.value.dtype)
+        mask = f", mask={self.name(op.mask)}" if op.mask is not None else ""
+        self.emit(f"tl.store({pointer}, {self.name(op.value)}{mask})", indent, op.loc)
+
     def op_atomic_cas(self, op: Op, indent: int) -> None:
         address = self._written_address(op)
         self.emit(f"{self.define(op.result)} = tl.atomic_cas({address}, "
@@ -737,6 +756,8 @@ EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
     "store": _Emitter.op_store,
     "atomic": _Emitter.op_atomic,
     "atomic_cas": _Emitter.op_atomic_cas,
+    "load_address": _Emitter.op_load_address,
+    "store_address": _Emitter.op_store_address,
     "for": _Emitter.op_for,
     "if": _Emitter.op_if,
     "reduce_fn": _Emitter.op_reduce_fn,

@@ -181,6 +181,8 @@ UB_RULES: dict[str, Rule] = {
     "sort": _tile,
     "load": _load,
     "store": _store,
+    "load_address": _load,
+    "store_address": _store,
     "atomic": _load,
     "atomic_cas": _load,
     "for": _tile,

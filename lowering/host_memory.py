@@ -1,0 +1,239 @@
+"""Host memory behind integer addresses: what a pointer cast from an integer may reach.
+
+A Triton kernel may load a 64-bit integer and use it as a pointer
+(``tl.load(table + i).to(tl.pointer_type(tl.float16))``): pointer tables of grouped
+GEMMs, SGLang's per-layer KV caches. Such a pointer derives from no argument, so the
+interpreter runs its loads and stores (the IR's ``load_address``/``store_address``)
+against a ``HostMemory``: the regions of host memory this launch can see, each one
+allocation whose owner this object keeps alive while the launch runs:
+
+1. the memory of every tensor argument (its NumPy buffer's whole allocation);
+2. when an address falls outside those, the storage of every live CPU torch tensor
+   (found through the garbage collector, which tracks torch tensors) and every NumPy
+   array that the calling frames hold (in their locals, and in lists, tuples and
+   dicts there; NumPy arrays are not tracked by the garbage collector).
+
+A lane's element must lie wholly inside one region and its address must be a
+multiple of the element size; otherwise the access is an ``OutOfBoundsError`` that
+names the address, the program, the lane and the line, and, as for every access, the
+launch writes nothing. An address the host code made up (one past every tensor,
+freed memory) is therefore never dereferenced. Regions are byte arrays over the
+owner's memory (``ctypes`` over its address), viewed as the accessed element type,
+so reads and writes go to the tensor itself.
+
+What it does not see: memory no Python object here owns (a C library's buffer), and
+a NumPy array reachable only through an object's attributes. Those addresses are
+refused, naming the address.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dsl.errors import OutOfBoundsError, SourceLoc
+
+
+@dataclass(frozen=True)
+class Region:
+    """One allocation: ``size`` bytes from ``start``, kept alive by ``owner``."""
+
+    start: int
+    size: int
+    owner: Any  # the NumPy array or torch storage whose memory this is
+    name: str  # how error messages name it
+    writeable: bool
+
+    @property
+    def end(self) -> int:
+        return self.start + self.size
+
+    def elements(self, dtype: np.dtype) -> tuple[np.ndarray, int]:
+        """The region as an array of ``dtype`` starting at its first aligned address,
+        and that address."""
+        item = dtype.itemsize
+        first = -(-self.start // item) * item
+        count = max(0, (self.end - first) // item)
+        if count == 0:
+            return np.empty(0, dtype), first
+        raw = (ctypes.c_uint8 * (count * item)).from_address(first)
+        array = np.frombuffer(raw, np.uint8).view(dtype)
+        if not self.writeable:
+            array.flags.writeable = False
+        return array, first
+
+
+def _array_region(array: np.ndarray, name: str) -> Region | None:
+    """The whole allocation behind ``array`` (its outermost NumPy base)."""
+    root = array
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if root.size == 0 or not (root.flags.c_contiguous or root.flags.f_contiguous):
+        root = array
+        if root.size == 0 or not (root.flags.c_contiguous or root.flags.f_contiguous):
+            return None
+    return Region(root.ctypes.data, root.nbytes, root, name, bool(root.flags.writeable))
+
+
+def _torch_region(tensor: Any) -> Region | None:
+    try:
+        if tensor.device.type != "cpu" or tensor.is_sparse or tensor.is_quantized:
+            return None
+        storage = tensor.untyped_storage()
+        start, size = storage.data_ptr(), storage.nbytes()
+    except (RuntimeError, AttributeError, NotImplementedError):
+        return None  # (a tensor without storage: meta, functional wrappers)
+    if not start or not size:
+        return None
+    return Region(start, size, storage, f"a torch tensor of {size} bytes at {start:#x}", True)
+
+
+class HostMemory:
+    """The regions one launch may address (see the module doc)."""
+
+    def __init__(self, arguments: dict[str, np.ndarray]) -> None:
+        self._regions: list[Region] = []
+        self._searched = False  # whether the live tensors have been added
+        for name, buffer in arguments.items():
+            region = _array_region(buffer, f"tensor '{name}'")
+            if region is not None:
+                self._add(region)
+        self._index()
+
+    def _add(self, region: Region) -> None:
+        """Add a region, merging it with the ones it overlaps (a view inside its base's
+        allocation, two views of one buffer): overlapping memory is one allocation, so
+        their union is too. Regions stay disjoint, which ``_lookup`` relies on."""
+        overlapping = [r for r in self._regions
+                       if region.start < r.end and r.start < region.end]
+        if not overlapping:
+            self._regions.append(region)
+            return
+        if any(r.start <= region.start and region.end <= r.end for r in overlapping):
+            return  # (already covered)
+        if len(overlapping) == 1 and region.start <= overlapping[0].start and \
+                overlapping[0].end <= region.end:
+            merged = region
+        else:
+            start = min(r.start for r in (region, *overlapping))
+            end = max(r.end for r in (region, *overlapping))
+            merged = Region(start, end - start, (region.owner, *(r.owner for r in overlapping)),
+                            region.name, all(r.writeable for r in (region, *overlapping)))
+        self._regions = [r for r in self._regions if not any(r is o for o in overlapping)]
+        self._regions.append(merged)
+
+    def _index(self) -> None:
+        self._regions.sort(key=lambda r: r.start)
+        self._starts = np.array([r.start for r in self._regions], np.int64)
+        self._ends = np.array([r.end for r in self._regions], np.int64)
+
+    def _search_live(self) -> None:
+        """Add every live CPU torch tensor's storage and the NumPy arrays the calling
+        frames hold (once per launch: only when some address missed)."""
+        self._searched = True
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            tensor_type = torch.Tensor
+            for obj in gc.get_objects():
+                # (type(), not isinstance: proxies answer __class__ with warnings)
+                if issubclass(type(obj), tensor_type):
+                    region = _torch_region(obj)
+                    if region is not None:
+                        self._add(region)
+        frame = sys._getframe(1)
+        while frame is not None:
+            for value in list(frame.f_locals.values()):
+                items = value.values() if isinstance(value, dict) else \
+                    value if isinstance(value, (list, tuple)) else (value,)
+                for item in items:
+                    if isinstance(item, np.ndarray):
+                        region = _array_region(item, f"a NumPy array of {item.nbytes} bytes "
+                                                     f"at {item.ctypes.data:#x}")
+                        if region is not None:
+                            self._add(region)
+            frame = frame.f_back
+        self._index()
+
+    def locate(self, addresses: np.ndarray, itemsize: int) -> np.ndarray:
+        """The region index of each address whose ``itemsize`` bytes lie inside one
+        region, -1 elsewhere (searching the live tensors once if some miss)."""
+        found = self._lookup(addresses, itemsize)
+        if (found < 0).any() and not self._searched:
+            self._search_live()
+            found = self._lookup(addresses, itemsize)
+        return found
+
+    def _lookup(self, addresses: np.ndarray, itemsize: int) -> np.ndarray:
+        k = np.searchsorted(self._starts, addresses, side="right") - 1
+        inside = k >= 0
+        ends = self._ends[np.maximum(k, 0)] if len(self._ends) else np.zeros_like(addresses)
+        inside &= addresses + itemsize <= ends
+        return np.where(inside, k, -1)
+
+    def region(self, k: int) -> Region:
+        return self._regions[k]
+
+    def describe(self, address: int) -> str:
+        """Where ``address`` is, for an error message."""
+        k = int(np.searchsorted(self._starts, address, side="right")) - 1
+        if k >= 0 and address < self._ends[k]:
+            r = self._regions[k]
+            return f"{address - r.start} bytes into {r.name} ({r.size} bytes), too close to its end"
+        return "in no tensor this launch can see (its arguments, live CPU torch tensors, NumPy " \
+               "arrays held by the calling frames)"
+
+
+@dataclass
+class AddressAccess:
+    """A load's or store's lanes at integer addresses, resolved to regions: per region
+    touched, the active lanes' flat positions and their element indices."""
+
+    groups: list[tuple[Region, np.ndarray, np.ndarray, np.ndarray]] = field(
+        default_factory=list)  # (region, typed array, lane positions, element indices)
+
+
+def resolve(memory: HostMemory, addresses: np.ndarray, active: np.ndarray | None,
+            dtype: np.dtype, what: str, kernel: str, loc: SourceLoc, pid: np.ndarray
+            ) -> AddressAccess:
+    """Check every active lane of ``addresses`` (int64, rows first) and group the lanes
+    by region; an unaligned or unknown address raises ``OutOfBoundsError`` naming the
+    first such lane. ``what`` is "load" or "store"."""
+    flat = addresses.reshape(-1)
+    lanes = np.arange(flat.size) if active is None else np.flatnonzero(active.reshape(-1))
+    wanted = flat[lanes]
+    item = dtype.itemsize
+    found = memory.locate(wanted, item)
+    bad = (found < 0) | (wanted % item != 0)
+    if bad.any():
+        first = int(np.argmax(bad))
+        _raise_bad(memory, int(wanted[first]), int(lanes[first]), addresses.shape, item,
+                   what, kernel, loc, pid, aligned=bool(wanted[first] % item == 0))
+    access = AddressAccess()
+    for k in np.unique(found):
+        region = memory.region(int(k))
+        if what == "store" and not region.writeable:
+            raise OutOfBoundsError(f"{loc}: store in kernel '{kernel}' through an address cast "
+                                   f"from an integer into {region.name}, which is read-only"
+                                   f"\n{loc.excerpt()}")
+        typed, first = region.elements(dtype)
+        here = found == k
+        access.groups.append((region, typed, lanes[here], (wanted[here] - first) // item))
+    return access
+
+
+def _raise_bad(memory: HostMemory, address: int, lane: int, shape: tuple[int, ...], item: int,
+               what: str, kernel: str, loc: SourceLoc, pid: np.ndarray, aligned: bool) -> None:
+    per_row = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    row, within = divmod(lane, per_row)
+    program = tuple(int(p) for p in pid[row]) if pid.shape[0] > row else (0, 0, 0)
+    where = memory.describe(address) if aligned else \
+        f"not a multiple of the element size ({item} bytes)"
+    raise OutOfBoundsError(
+        f"{loc}: out-of-bounds {what} in kernel '{kernel}' through a pointer cast from an "
+        f"integer: address {address:#x} is {where} (program id {program}, lane {within})"
+        f"\n{loc.excerpt()}")
