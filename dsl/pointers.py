@@ -152,6 +152,9 @@ def retarget(b: Builder, p: AddressPointer, element: dt.DType) -> AddressPointer
     """``p.to(tl.pointer_type(element))``: the same bytes as another element type."""
     if element == p.element:
         return p
+    owner = p.offset.owner
+    if owner is not None and owner.defn.constant and owner.attrs["value"] == 0:
+        return AddressPointer(p.address, p.offset, element)  # (keeps the cast integer)
     return AddressPointer(byte_address(b, p), sem.constant(b, 0, dt.int32), element)
 
 

@@ -159,33 +159,27 @@ class HostMemory:
             frame = frame.f_back
         self._index()
 
-    def locate(self, addresses: np.ndarray, itemsize: int) -> np.ndarray:
-        """The region index of each address whose ``itemsize`` bytes lie inside one
-        region, -1 elsewhere (searching the live tensors once if some miss)."""
-        found = self._lookup(addresses, itemsize)
+    def locate(self, addresses: np.ndarray) -> np.ndarray:
+        """The region index of each address (its first byte, or one past its last),
+        -1 where none holds it (searching the live tensors once if some miss)."""
+        found = self._lookup(addresses)
         if (found < 0).any() and not self._searched:
             self._search_live()
-            found = self._lookup(addresses, itemsize)
+            found = self._lookup(addresses)
         return found
 
-    def _lookup(self, addresses: np.ndarray, itemsize: int) -> np.ndarray:
+    def _lookup(self, addresses: np.ndarray) -> np.ndarray:
+        if not len(self._starts):
+            return np.full(addresses.shape, -1, np.int64)
         k = np.searchsorted(self._starts, addresses, side="right") - 1
-        inside = k >= 0
-        ends = self._ends[np.maximum(k, 0)] if len(self._ends) else np.zeros_like(addresses)
-        inside &= addresses + itemsize <= ends
+        inside = (k >= 0) & (addresses <= self._ends[np.maximum(k, 0)])
         return np.where(inside, k, -1)
 
     def region(self, k: int) -> Region:
         return self._regions[k]
 
-    def describe(self, address: int) -> str:
-        """Where ``address`` is, for an error message."""
-        k = int(np.searchsorted(self._starts, address, side="right")) - 1
-        if k >= 0 and address < self._ends[k]:
-            r = self._regions[k]
-            return f"{address - r.start} bytes into {r.name} ({r.size} bytes), too close to its end"
-        return "in no tensor this launch can see (its arguments, live CPU torch tensors, NumPy " \
-               "arrays held by the calling frames)"
+    def starts_and_ends(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._starts, self._ends
 
 
 @dataclass
@@ -197,43 +191,61 @@ class AddressAccess:
         default_factory=list)  # (region, typed array, lane positions, element indices)
 
 
-def resolve(memory: HostMemory, addresses: np.ndarray, active: np.ndarray | None,
-            dtype: np.dtype, what: str, kernel: str, loc: SourceLoc, pid: np.ndarray
-            ) -> AddressAccess:
-    """Check every active lane of ``addresses`` (int64, rows first) and group the lanes
-    by region; an unaligned or unknown address raises ``OutOfBoundsError`` naming the
-    first such lane. ``what`` is "load" or "store"."""
+def resolve(memory: HostMemory, bases: np.ndarray, addresses: np.ndarray,
+            active: np.ndarray | None, dtype: np.dtype, what: str, kernel: str, loc: SourceLoc,
+            pid: np.ndarray) -> AddressAccess:
+    """Check every active lane and group the lanes by region. A lane's ``base`` (the
+    integer the kernel cast to a pointer) names its region, as an argument names a
+    pointer's; its address (the base moved by the lane's offset) must lie with its
+    whole element inside that region and be a multiple of the element size, so a
+    pointer moved past its tensor's end is an error even where another tensor lies
+    next to it. The first offending lane raises ``OutOfBoundsError``. ``what`` is
+    "load" or "store"."""
     flat = addresses.reshape(-1)
     lanes = np.arange(flat.size) if active is None else np.flatnonzero(active.reshape(-1))
     wanted = flat[lanes]
+    origin = np.broadcast_to(bases, addresses.shape).reshape(-1)[lanes]
     item = dtype.itemsize
-    found = memory.locate(wanted, item)
-    bad = (found < 0) | (wanted % item != 0)
-    if bad.any():
-        first = int(np.argmax(bad))
-        _raise_bad(memory, int(wanted[first]), int(lanes[first]), addresses.shape, item,
-                   what, kernel, loc, pid, aligned=bool(wanted[first] % item == 0))
+    found = memory.locate(origin)
+    starts, ends = memory.starts_and_ends()
+    k = np.maximum(found, 0)
+    good = (found >= 0) & (wanted % item == 0)
+    if len(starts):
+        good &= (wanted >= starts[k]) & (wanted + item <= ends[k])
+    if not good.all():
+        first = int(np.argmin(good))
+        _raise_bad(memory, int(found[first]), int(origin[first]), int(wanted[first]),
+                   int(lanes[first]), addresses.shape, item, what, kernel, loc, pid)
     access = AddressAccess()
-    for k in np.unique(found):
-        region = memory.region(int(k))
+    for region_index in np.unique(found):
+        region = memory.region(int(region_index))
         if what == "store" and not region.writeable:
             raise OutOfBoundsError(f"{loc}: store in kernel '{kernel}' through an address cast "
                                    f"from an integer into {region.name}, which is read-only"
                                    f"\n{loc.excerpt()}")
-        typed, first = region.elements(dtype)
-        here = found == k
-        access.groups.append((region, typed, lanes[here], (wanted[here] - first) // item))
+        typed, first_element = region.elements(dtype)
+        here = found == region_index
+        access.groups.append((region, typed, lanes[here], (wanted[here] - first_element) // item))
     return access
 
 
-def _raise_bad(memory: HostMemory, address: int, lane: int, shape: tuple[int, ...], item: int,
-               what: str, kernel: str, loc: SourceLoc, pid: np.ndarray, aligned: bool) -> None:
+def _raise_bad(memory: HostMemory, region_index: int, base: int, address: int, lane: int,
+               shape: tuple[int, ...], item: int, what: str, kernel: str, loc: SourceLoc,
+               pid: np.ndarray) -> None:
     per_row = int(np.prod(shape[1:])) if len(shape) > 1 else 1
     row, within = divmod(lane, per_row)
     program = tuple(int(p) for p in pid[row]) if pid.shape[0] > row else (0, 0, 0)
-    where = memory.describe(address) if aligned else \
-        f"not a multiple of the element size ({item} bytes)"
+    if region_index < 0:
+        problem = (f"address {base:#x}, cast from an integer, is in no tensor this launch can "
+                   "see (its arguments, live CPU torch tensors, NumPy arrays held by the "
+                   "calling frames)")
+    elif address % item:
+        problem = f"address {address:#x} is not a multiple of the element size ({item} bytes)"
+    else:
+        region = memory.region(region_index)
+        problem = (f"pointer {address:#x} is {address - region.start} bytes from the start of "
+                   f"{region.name}, whose memory holds {region.size} bytes (the pointer was "
+                   f"cast from {base:#x})")
     raise OutOfBoundsError(
         f"{loc}: out-of-bounds {what} in kernel '{kernel}' through a pointer cast from an "
-        f"integer: address {address:#x} is {where} (program id {program}, lane {within})"
-        f"\n{loc.excerpt()}")
+        f"integer: {problem} (program id {program}, lane {within})\n{loc.excerpt()}")

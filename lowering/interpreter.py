@@ -1047,24 +1047,25 @@ class Interpreter:
         return self._host_memory
 
     def _addresses(self, op: Op, frame: Frame, shape: tuple[int, ...], itemsize: int
-                   ) -> np.ndarray:
-        """The int64 byte address of every lane of a ``load_address``/``store_address``
-        (wrapping as the device's 64-bit pointer arithmetic does)."""
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """The cast integer (the lane's base) and the int64 byte address of every lane of
+        a ``load_address``/``store_address`` (wrapping as the device's 64-bit pointer
+        arithmetic does)."""
         base = materialize(frame.get(op.require("address"))).astype(np.int64, copy=False)
         offset = materialize(frame.get(op.offset)).astype(np.int64, copy=False)
         base = base.reshape(base.shape[:1] + (1,) * (len(shape) - base.ndim) + base.shape[1:])
-        return np.broadcast_to(base + offset * np.int64(itemsize), shape)
+        return base, np.broadcast_to(base + offset * np.int64(itemsize), shape)
 
     def op_load_address(self, op: Op, frame: Frame) -> None:
         """A load through a pointer cast from an integer (``lowering.host_memory``)."""
         shape = (frame.size,) + op.result.shape
         dtype = op.result.dtype
         element = np.dtype(np.uint8) if dtype.is_bool else dtype.np  # (Triton's i1 is a byte)
-        addresses = self._addresses(op, frame, shape, element.itemsize)
+        bases, addresses = self._addresses(op, frame, shape, element.itemsize)
         mask = None if op.mask is None else \
             np.broadcast_to(materialize(frame.get(op.mask)), shape)
-        access = resolve(self._memory(), addresses, mask, element, "load", self.fn.name,
-                         op.loc, frame.pid)
+        access = resolve(self._memory(), bases, addresses, mask, element, "load",
+                         self.fn.name, op.loc, frame.pid)
         if op.other is not None:
             out = np.array(np.broadcast_to(materialize(frame.get(op.other)), shape),
                            dtype=element)
@@ -1082,11 +1083,11 @@ class Interpreter:
         shape = (frame.size,) + op.value.shape
         dtype = op.value.dtype
         element = np.dtype(np.uint8) if dtype.is_bool else dtype.np
-        addresses = self._addresses(op, frame, shape, element.itemsize)
+        bases, addresses = self._addresses(op, frame, shape, element.itemsize)
         mask = None if op.mask is None else \
             np.broadcast_to(materialize(frame.get(op.mask)), shape)
-        access = resolve(self._memory(), addresses, mask, element, "store", self.fn.name,
-                         op.loc, frame.pid)
+        access = resolve(self._memory(), bases, addresses, mask, element, "store",
+                         self.fn.name, op.loc, frame.pid)
         if self.race_check:
             _check_address_race(op, self.fn.name, addresses, mask, frame.pid)
         values = np.broadcast_to(materialize(frame.get(op.value)), shape).reshape(-1)

@@ -1,0 +1,279 @@
+"""Pointers cast from 64-bit integers (``tl.load(table + g).to(tl.pointer_type(T))``):
+pointer tables as in grouped GEMMs and SGLang's per-layer KV-cache copies. Every
+backend: the interpreter against NumPy, compiled-CPU against the interpreter bit for
+bit, the generated Triton and HIVM within UB; and the checks, which name the address,
+program, lane and line and leave memory untouched."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import dsl
+from lowering import cpu
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@triton.jit
+def gather_through_table(table, out, n, BLOCK: tl.constexpr):
+    """``out[g] = 2 * x_g[:n]`` (-2 past n) for the tensor ``x_g`` at ``table[g]``."""
+    g = tl.program_id(0)
+    src = tl.load(table + g).to(tl.pointer_type(tl.float32))
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(src + offs, mask=offs < n, other=-1.0)
+    tl.store(out + g * BLOCK + offs, v * 2)
+
+
+@triton.jit
+def scatter_through_table(table, src, n, BLOCK: tl.constexpr):
+    """``x_g[:n] = src[g] + 1`` for the tensor ``x_g`` at ``table[g]``."""
+    g = tl.program_id(0)
+    dst = tl.load(table + g).to(tl.pointer_type(tl.float32))
+    offs = tl.arange(0, BLOCK)
+    tl.store(dst + offs, tl.load(src + g * BLOCK + offs) + 1, mask=offs < n)
+
+
+@triton.jit
+def copy_kv_layers(data_ptrs, strides, tgt, src, num_locs, LOCS: tl.constexpr):
+    """SGLang's per-layer KV-cache copy: each layer a byte buffer at an address, rows
+    ``src`` copied onto rows ``tgt`` in chunks, the pointer's offsets 2-D."""
+    BLOCK: tl.constexpr = 32
+    layer = tl.program_id(0)
+    stride = tl.load(strides + layer)
+    base = tl.load(data_ptrs + layer).to(tl.pointer_type(tl.uint8))
+    locs = tl.arange(0, LOCS)
+    t = tl.load(tgt + locs, mask=locs < num_locs, other=0)
+    s = tl.load(src + locs, mask=locs < num_locs, other=0)
+    for i in range(tl.cdiv(stride, BLOCK)):
+        cols = tl.arange(0, BLOCK) + i * BLOCK
+        mask = (locs < num_locs)[:, None] & (cols < stride)[None, :]
+        v = tl.load(base + s[:, None] * stride + cols[None, :], mask=mask)
+        tl.store(base + t[:, None] * stride + cols[None, :], v, mask=mask)
+
+
+@triton.jit
+def scatter_rows(table, rows, src, L: tl.constexpr, S: tl.constexpr):
+    """``x_g[rows] = src`` for the ``(n, S)`` tensor ``x_g`` at ``table[g]``: 2-D
+    offsets that depend on loaded data."""
+    g = tl.program_id(0)
+    dst = tl.load(table + g).to(tl.pointer_type(tl.float32))
+    r = tl.load(rows + tl.arange(0, L))
+    c = tl.arange(0, S)
+    tl.store(dst + r[:, None] * S + c[None, :],
+             tl.load(src + tl.arange(0, L)[:, None] * S + c[None, :]) * (g + 1))
+
+
+@triton.jit
+def sum_chunks(table, out, n_chunks, BLOCK: tl.constexpr):
+    """A pointer cast from an integer, moved through a loop."""
+    g = tl.program_id(0)
+    p = tl.load(table + g).to(tl.pointer_type(tl.float32))
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for _ in range(n_chunks):
+        acc += tl.load(p + tl.arange(0, BLOCK))
+        p += BLOCK
+    tl.store(out + g * BLOCK + tl.arange(0, BLOCK), acc)
+
+
+@triton.jit
+def pointer_ops(table, out):
+    """Difference, comparison, where(), a cast to another pointer type and back to int64."""
+    a = tl.load(table).to(tl.pointer_type(tl.float32))
+    b = tl.load(table + 1).to(tl.pointer_type(tl.float32))
+    tl.store(out, (b - a).to(tl.float32))
+    later = tl.where(b > a, b, a)
+    tl.store(out + 1, tl.load(later + 1))
+    bits = a.to(tl.pointer_type(tl.int32))
+    tl.store(out + 2, tl.load(bits + 2).to(tl.float32))
+    tl.store(out + 3, (a.to(tl.int64) == tl.load(table)).to(tl.float32))
+
+
+@triton.jit
+def store_twice(table, BLOCK: tl.constexpr):
+    p = tl.load(table).to(tl.pointer_type(tl.float32))
+    tl.store(p + tl.arange(0, BLOCK) // 2, 1.0)
+
+
+def addresses(*tensors) -> torch.Tensor:
+    return torch.tensor([t.data_ptr() for t in tensors], dtype=torch.int64)
+
+
+def test_loads_through_a_pointer_table_read_tensors_that_are_not_arguments():
+    xs = [torch.randn(37), torch.randn(50), torch.randn(64)]
+    out = torch.zeros(3 * 64)
+    dsl.from_triton(gather_through_table)[(3,)](addresses(*xs), out, 37, BLOCK=64)
+    expected = torch.full((3, 64), -2.0)
+    for g, x in enumerate(xs):
+        expected[g, :37] = 2 * x[:37]
+    torch.testing.assert_close(out.view(3, 64), expected, rtol=0, atol=0)
+
+
+def test_stores_through_a_pointer_table_write_the_tensors_themselves():
+    xs = [torch.zeros(40), torch.zeros(40)]
+    src = torch.randn(2 * 64)
+    dsl.from_triton(scatter_through_table)[(2,)](addresses(*xs), src, 40, BLOCK=64)
+    for g, x in enumerate(xs):
+        torch.testing.assert_close(x, src[g * 64:g * 64 + 40] + 1, rtol=0, atol=0)
+
+
+def test_numpy_arrays_held_by_the_caller_are_reachable_too():
+    arrays = [np.arange(16, dtype=np.float32), np.arange(100, 116, dtype=np.float32)]
+    table = np.array([a.ctypes.data for a in arrays], np.int64)
+    out = np.zeros(32, np.float32)
+    dsl.from_triton(gather_through_table)[(2,)](table, out, 16, BLOCK=16)
+    np.testing.assert_array_equal(out, 2 * np.concatenate(arrays))
+
+
+def kv_case():
+    rng = np.random.default_rng(3)
+    layers = [torch.from_numpy(rng.integers(0, 255, (12, stride), dtype=np.uint8))
+              for stride in (40, 96, 7)]
+    strides = torch.tensor([t.shape[1] for t in layers], dtype=torch.int64)
+    tgt = torch.tensor([0, 5, 9], dtype=torch.int32)
+    src = torch.tensor([2, 3, 11], dtype=torch.int32)
+    return layers, strides, tgt, src
+
+
+def test_a_kv_cache_copy_through_per_layer_addresses_matches_numpy():
+    layers, strides, tgt, src = kv_case()
+    expected = [t.numpy().copy() for t in layers]
+    for e in expected:
+        e[tgt.numpy()] = e[src.numpy()]
+    dsl.from_triton(copy_kv_layers)[(3,)](addresses(*layers), strides, tgt, src, 3, LOCS=4)
+    for got, want in zip(layers, expected):
+        np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_a_pointer_moved_through_a_loop_and_pointer_arithmetic():
+    xs = [torch.randn(4 * 16), torch.randn(4 * 16)]
+    out = torch.zeros(32)
+    dsl.from_triton(sum_chunks)[(2,)](addresses(*xs), out, 4, BLOCK=16)
+    for g, x in enumerate(xs):
+        want = x.view(4, 16)[0] + x.view(4, 16)[1] + x.view(4, 16)[2] + x.view(4, 16)[3]
+        torch.testing.assert_close(out[g * 16:(g + 1) * 16], want, rtol=0, atol=0)
+    whole = torch.arange(8, dtype=torch.float32)
+    result = torch.zeros(4)
+    dsl.from_triton(pointer_ops)[(1,)](addresses(whole, whole[3:]), result)
+    bits = whole[2:3].view(torch.int32).item()
+    assert result.tolist() == [3.0, 4.0, float(bits), 1.0]
+
+
+def test_every_backend_agrees(cpu_toolchain, toolchain):
+    """Compiled-CPU mode runs the real lowered kernel on the same memory (bit for bit
+    against the interpreter); the kernels lower to HIVM within UB. (triton-ascend
+    3.2.0's CPU target fails on the KV copy's masked 2-D store in a loop, through any
+    pointer, an argument's too: "failed to legalize unresolved materialization"; its
+    NPU target lowers it.)"""
+    gather = dsl.from_triton(gather_through_table)
+    scatter = dsl.from_triton(scatter_rows)
+    xs = [torch.randn(37), torch.randn(50)]
+    rows, src = torch.tensor([5, 0, 3, 1], dtype=torch.int32), torch.randn(32)
+    runs = []
+    for backend in ("interpreter", "compiled-cpu"):
+        out = torch.zeros(2 * 64)
+        gather.launch(addresses(*xs), out, 37, BLOCK=64, grid=(2,), backend=backend)
+        targets = [torch.zeros(6, 8), torch.zeros(6, 8)]
+        scatter.launch(addresses(*targets), rows, src, L=4, S=8, grid=(2,), backend=backend)
+        runs.append([out.numpy().view(np.uint32).copy()] +
+                    [t.numpy().view(np.uint32).copy() for t in targets])
+    assert runs[0][2][5].view(np.float32).tolist() == (2 * src[:8]).tolist()
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
+    lowered = gather.lower(dsl.tensor_spec("int64"), dsl.tensor_spec("float32"), 4096,
+                           BLOCK=1024, target="Ascend910B4")
+    assert ".to(tl.pointer_type(tl.float32)) + " in lowered.triton
+    assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
+    spec = dsl.tensor_spec
+    lowered = dsl.from_triton(copy_kv_layers).lower(spec("int64"), spec("int64"), spec("int32"),
+                                                    spec("int32"), 3, LOCS=4,
+                                                    target="Ascend910B4")
+    assert ".to(tl.pointer_type(tl.uint8)) + " in lowered.triton
+    assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
+
+
+def test_compiled_cpu_checks_the_addresses_before_its_code_runs(cpu_toolchain):
+    xs = [torch.zeros(40), torch.zeros(40)]
+    table = addresses(*xs)
+    table[1] += 4 * 40  # the second tensor's end
+    with pytest.raises(dsl.OutOfBoundsError, match="bytes from the start of"):
+        dsl.from_triton(scatter_through_table).launch(table, torch.randn(128), 40, BLOCK=64,
+                                                      grid=(2,), backend="compiled-cpu")
+    assert not xs[0].any() and not xs[1].any()
+
+
+def test_an_unknown_address_is_an_error_naming_it_and_nothing_is_written():
+    x = torch.zeros(40)
+    table = torch.tensor([x.data_ptr(), 0x1000], dtype=torch.int64)
+    with pytest.raises(dsl.OutOfBoundsError) as info:
+        dsl.from_triton(scatter_through_table)[(2,)](table, torch.randn(128), 40, BLOCK=64)
+    message = str(info.value)
+    assert "address 0x1000, cast from an integer, is in no tensor this launch can see" in message
+    assert "program id (1, 0, 0), lane 0" in message and "tl.store(dst + offs" in message
+    assert not x.any()  # program 0's valid store was not kept
+
+
+def test_a_pointer_moved_past_its_tensor_is_an_error_even_next_to_another_tensor():
+    """The integer the kernel cast names the tensor, as an argument names a pointer's:
+    reading on past its end is caught even where the allocator put another tensor."""
+    storage = torch.arange(64, dtype=torch.float32)
+    first = storage[:32]  # one allocation: its second half lies right after `first`
+    out = torch.zeros(64)
+    # within one allocation the whole storage is the region: reading on is allowed
+    dsl.from_triton(gather_through_table)[(1,)](addresses(first), out, 64, BLOCK=64)
+    torch.testing.assert_close(out, 2 * storage, rtol=0, atol=0)
+    alone = torch.zeros(8)
+    with pytest.raises(dsl.OutOfBoundsError, match=r"is 32 bytes from the start of a torch "
+                       r"tensor of 32 bytes"):
+        dsl.from_triton(gather_through_table)[(1,)](addresses(alone), out, 9, BLOCK=16)
+
+
+def test_misaligned_and_read_only_targets_are_refused():
+    x = torch.zeros(16)
+    table = torch.tensor([x.data_ptr() + 2], dtype=torch.int64)
+    with pytest.raises(dsl.OutOfBoundsError, match="not a multiple of the element size "
+                       r"\(4 bytes\)"):
+        dsl.from_triton(gather_through_table)[(1,)](table, torch.zeros(16), 4, BLOCK=16)
+    frozen = np.zeros(16, np.float32)
+    frozen.flags.writeable = False
+    table = np.array([frozen.ctypes.data], np.int64)
+    with pytest.raises(dsl.OutOfBoundsError, match="read-only"):
+        dsl.from_triton(scatter_through_table)[(1,)](table, np.ones(16, np.float32), 16,
+                                                     BLOCK=16)
+    assert not frozen.any()
+
+
+def test_two_lanes_storing_one_address_race():
+    x = torch.zeros(8)
+    with pytest.raises(dsl.DataRaceError, match="two lanes store to address"):
+        dsl.from_triton(store_twice)[(1,)](addresses(x), BLOCK=8)
+    assert not x.any()
+
+
+@pytest.mark.parametrize("body, message", [
+    ("    tl.store(tl.load(A).to(tl.int32).to(tl.pointer_type(tl.float32)), 1.0)\n",
+     "an integer cast to a pointer must be 64 bits wide"),
+    ("    tl.atomic_add(tl.load(A).to(tl.pointer_type(tl.float32)), 1.0)\n",
+     "a pointer cast from an integer supports"),
+    ("    p = tl.load(A).to(tl.pointer_type(tl.float32))\n    tl.store(p + (p < X), 1.0)\n",
+     "comparison of a pointer cast from an integer and a pointer into an argument"),
+])
+def test_what_a_pointer_cast_from_an_integer_cannot_do_is_refused(kernel_from_source, body,
+                                                                  message):
+    kernel, _ = kernel_from_source("casts", "import triton\nimport triton.language as tl\n\n"
+                                   "@triton.jit\ndef casts(X, A):\n" + body)
+    with pytest.raises(dsl.DSLCompileError, match=message):
+        dsl.from_triton(kernel)[(1,)](np.zeros(4, np.float32), np.zeros(1, np.int64))
+
+
+def test_the_hivm_pointer_cast_becomes_an_llvm_memref_descriptor():
+    linalg = ("    %6 = hivm.hir.pointer_cast(%5) [%c16] : memref<?xf32>\n"
+              "    %7 = memref.load %6[%c0] : memref<?xf32>\n")
+    lowered = cpu.lower_hivm_pointer_casts(linalg)
+    assert "hivm" not in lowered
+    assert "llvm.inttoptr %5 : i64 to !llvm.ptr" in lowered
+    assert "%6 = builtin.unrealized_conversion_cast" in lowered and "to memref<?xf32>" in lowered
+    assert lowered.endswith("    %7 = memref.load %6[%c0] : memref<?xf32>\n")
