@@ -48,6 +48,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from dsl import dtypes as dt
 from dsl import semantic as sem
 from dsl.ir import Value
@@ -107,8 +109,8 @@ class AddressPointer:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        a, o = self.address.shape, self.offset.shape
-        return a if len(a) > len(o) or (len(a) == len(o) and a >= o) else o
+        """The block of pointers: the address's and the offset's shapes broadcast."""
+        return tuple(np.broadcast_shapes(self.address.shape, self.offset.shape))
 
     @property
     def dtype(self) -> dt.DType:

@@ -68,6 +68,53 @@ def scatter_rows(table, rows, src, L: tl.constexpr, S: tl.constexpr):
 
 
 @triton.jit
+def grouped_matmul(a_table, b_table, c_table, sizes, lds, n_groups, n_programs,
+                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """``C_g = A_g @ B_g`` for groups of different sizes, the matrices found through
+    three pointer tables, by ``n_programs`` persistent programs that walk the tiles of
+    every group (the pattern of Triton's grouped GEMM)."""
+    pid = tl.program_id(0)
+    first = 0
+    for g in range(n_groups):
+        m, n, k = tl.load(sizes + 3 * g), tl.load(sizes + 3 * g + 1), tl.load(sizes + 3 * g + 2)
+        tiles_n = tl.cdiv(n, BN)
+        tiles = tl.cdiv(m, BM) * tiles_n
+        while pid >= first and pid < first + tiles:
+            a = tl.load(a_table + g).to(tl.pointer_type(tl.float16))
+            b = tl.load(b_table + g).to(tl.pointer_type(tl.float16))
+            c = tl.load(c_table + g).to(tl.pointer_type(tl.float16))
+            lda, ldb, ldc = tl.load(lds + 3 * g), tl.load(lds + 3 * g + 1), tl.load(lds + 3 * g + 2)
+            rm = (pid - first) // tiles_n * BM + tl.arange(0, BM)
+            rn = (pid - first) % tiles_n * BN + tl.arange(0, BN)
+            rk = tl.arange(0, BK)
+            a_ptrs = a + rm[:, None] * lda + rk[None, :]
+            b_ptrs = b + rk[:, None] * ldb + rn[None, :]
+            acc = tl.zeros((BM, BN), tl.float32)
+            for kk in range(0, tl.cdiv(k, BK)):
+                tl.multiple_of(a_ptrs, [16, 16])
+                x = tl.load(a_ptrs, mask=(rm[:, None] < m) & (rk[None, :] + kk * BK < k),
+                            other=0.0)
+                y = tl.load(b_ptrs, mask=(rk[:, None] + kk * BK < k) & (rn[None, :] < n),
+                            other=0.0)
+                acc += tl.dot(x, y)
+                a_ptrs += BK
+                b_ptrs += BK * ldb
+            tl.store(c + rm[:, None] * ldc + rn[None, :], acc.to(tl.float16),
+                     mask=(rm[:, None] < m) & (rn[None, :] < n))
+            pid += n_programs
+        first = first + tiles
+
+
+@triton.jit
+def rows_through_table(table, out, R: tl.constexpr, C: tl.constexpr):
+    """A block of addresses, one per row, each the start of a row of ``C``."""
+    r = tl.arange(0, R)
+    p = tl.load(table + r).to(tl.pointer_type(tl.float32))
+    c = tl.arange(0, C)
+    tl.store(out + r[:, None] * C + c[None, :], tl.load(p[:, None] + c[None, :]))
+
+
+@triton.jit
 def sum_chunks(table, out, n_chunks, BLOCK: tl.constexpr):
     """A pointer cast from an integer, moved through a loop."""
     g = tl.program_id(0)
@@ -146,6 +193,32 @@ def test_a_kv_cache_copy_through_per_layer_addresses_matches_numpy():
     dsl.from_triton(copy_kv_layers)[(3,)](addresses(*layers), strides, tgt, src, 3, LOCS=4)
     for got, want in zip(layers, expected):
         np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_a_grouped_matmul_through_pointer_tables_matches_float64_and_torch():
+    gen = torch.Generator().manual_seed(0)
+    shapes = [(64, 48, 40), (100, 30, 64), (17, 80, 33)]  # (m, n, k)
+    a = [torch.randn(m, k, generator=gen).half() for m, n, k in shapes]
+    b = [torch.randn(k, n, generator=gen).half()[:, :n] for m, n, k in shapes]
+    c = [torch.zeros(m, n + 3, dtype=torch.float16)[:, :n] for m, n, k in shapes]  # strided
+    sizes = torch.tensor(shapes, dtype=torch.int32).reshape(-1)
+    lds = torch.tensor([[x.stride(0), y.stride(0), z.stride(0)] for x, y, z in zip(a, b, c)],
+                       dtype=torch.int32).reshape(-1)
+    dsl.from_triton(grouped_matmul)[(4,)](addresses(*a), addresses(*b), addresses(*c), sizes,
+                                         lds, 3, 4, BM=16, BN=16, BK=16)
+    for x, y, z in zip(a, b, c):
+        exact = x.double().numpy() @ y.double().numpy()
+        # fp32 accumulation then one rounding to fp16: within one fp16 ulp of the exact
+        ulp = np.spacing(np.abs(exact).astype(np.float16)).astype(np.float64)
+        assert (np.abs(z.double().numpy() - exact) <= ulp).all()
+        torch.testing.assert_close(z, (x.float() @ y.float()).half(), rtol=1e-3, atol=1e-2)
+
+
+def test_a_block_of_addresses_one_per_row():
+    xs = [torch.randn(8) for _ in range(4)]
+    out = torch.zeros(4, 8)
+    dsl.from_triton(rows_through_table)[(1,)](addresses(*xs), out, R=4, C=8)
+    assert torch.equal(out, torch.stack(xs))
 
 
 def test_a_pointer_moved_through_a_loop_and_pointer_arithmetic():
