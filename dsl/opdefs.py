@@ -846,7 +846,7 @@ _STRUCTURAL = [
           _check_load_address, "read elements of the result's dtype offset elements past "
           "int64 byte addresses (a Triton pointer cast from an integer: "
           "dsl.pointers.AddressPointer), each checked against the host memory the launch "
-          "can see (lowering.host_memory); masked-off lanes give other", labelled=True,
+          "can see (dsl.host_memory); masked-off lanes give other", labelled=True,
           index_roles=("address", "offset", "mask")),
     OpDef("store_address", Signature.parse("address offset value [mask]"), Effect.WRITE,
           _check_store_address, "write value offset elements past int64 byte addresses "

@@ -34,7 +34,7 @@ of grouped GEMMs and per-layer KV caches). It keeps the int64 byte address as ca
 (a scalar, or a block of them) and an element offset, which pointer arithmetic moves,
 as a ``Pointer`` keeps its argument and offset; its loads and stores are the IR's
 ``load_address``/``store_address`` of (address, offset), which the interpreter checks
-lane by lane against the host memory the launch can see (``lowering.host_memory``)
+lane by lane against the host memory the launch can see (``dsl.host_memory``)
 and the code generator writes back as the kernel wrote it, ``address.to(
 tl.pointer_type(T)) + offset`` (triton-ascend lowers a scalar address cast so, and
 fails on a block of addresses computed first). Atomics and block pointers through it

@@ -20,6 +20,7 @@ import numpy as np
 
 from dsl import dtypes as dt
 from dsl.dtypes import DType
+from dsl.host_memory import memory_at
 from dsl.layout import CoalescedView, classify, span
 
 _OVERLAP_EXACT = 1 << 24  # elements: above, a layout not proved apart is taken to overlap
@@ -251,6 +252,12 @@ def wrapped_tensor(obj: Any) -> np.ndarray | None:
     ``triton.reinterpret(tensor, dtype)``, is its tensor's memory read as ``dtype``."""
     if type(obj).__name__ == "TensorWrapper" and type(obj).__module__.startswith("triton."):
         return _reinterpreted(obj)
+    if callable(getattr(obj, "data_ptr", None)) and hasattr(obj, "dtype") and \
+            not hasattr(obj, "shape") and not hasattr(obj, "_base"):
+        # only an address (FlagGems' TypedPtr): the memory from there to the end of
+        # the tensor holding it, bound-checked as that 1-D tensor
+        return memory_at(int(obj.data_ptr()), dt.from_torch(obj.dtype).np,
+                         f"{type(obj).__name__} (an address and a dtype)")
     base = getattr(obj, "_base", None)
     if not (is_torch_tensor(base) and callable(getattr(obj, "data_ptr", None))
             and callable(getattr(obj, "stride", None)) and hasattr(obj, "shape")):

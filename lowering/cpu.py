@@ -360,7 +360,7 @@ def lower_hivm_pointer_casts(linalg: str) -> str:
     itself uses (pointer, offset 0, the size, stride 1) and cast to the memref type;
     lowering the memref to LLVM meets the cast and cancels it. The interpreter has
     checked every address of the launch before the compiled code runs
-    (``lowering.host_memory``)."""
+    (``dsl.host_memory``)."""
     def descriptor(match: re.Match[str]) -> str:
         i, p = match["indent"], "ptrcast" + re.sub(r"\W", "_", match["result"][1:]) + "_"
         return "\n".join([

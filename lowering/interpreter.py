@@ -49,6 +49,7 @@ import numpy as np
 from dsl import inline_asm as asm_eval
 from dsl import philox
 from dsl.errors import DataRaceError, DeviceAssertionError, DSLRuntimeError
+from dsl.host_memory import HostMemory, resolve
 from dsl.ir import Block, Function, Op, Value, walk_block
 from dsl.numerics import (
     apply_atomics,
@@ -69,7 +70,6 @@ from dsl.options import Options
 from dsl.views import same_elements
 from lowering import workers
 from lowering.buffers import borrow, give_back, scratch
-from lowering.host_memory import HostMemory, resolve
 from lowering.lanes import (
     Affine,
     BoxedValues,
@@ -1057,7 +1057,7 @@ class Interpreter:
         return base, np.broadcast_to(base + offset * np.int64(itemsize), shape)
 
     def op_load_address(self, op: Op, frame: Frame) -> None:
-        """A load through a pointer cast from an integer (``lowering.host_memory``)."""
+        """A load through a pointer cast from an integer (``dsl.host_memory``)."""
         shape = (frame.size,) + op.result.shape
         dtype = op.result.dtype
         element = np.dtype(np.uint8) if dtype.is_bool else dtype.np  # (Triton's i1 is a byte)
@@ -1508,7 +1508,7 @@ class _KernelFacts:
     # tensor the kernel writes (a spin lock, a flag another program sets), programs run
     # one at a time (``Interpreter.waits_on_memory``)
     waited_on: frozenset[str]
-    # some op accesses memory at integer addresses (``lowering.host_memory``): it may
+    # some op accesses memory at integer addresses (``dsl.host_memory``): it may
     # reach any tensor, and is checked as it runs, never by the pre-pass
     host_addresses: bool
     # bounds proofs of earlier launches, by ``proof_key``

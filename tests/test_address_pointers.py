@@ -350,3 +350,53 @@ def test_the_hivm_pointer_cast_becomes_an_llvm_memref_descriptor():
     assert "llvm.inttoptr %5 : i64 to !llvm.ptr" in lowered
     assert "%6 = builtin.unrealized_conversion_cast" in lowered and "to memref<?xf32>" in lowered
     assert lowered.endswith("    %7 = memref.load %6[%c0] : memref<?xf32>\n")
+
+
+def test_later_launches_find_the_tensors_without_scanning_the_heap(monkeypatch):
+    """The garbage-collector scan (~50-100 ms) runs once; later launches reaching the
+    same tensors find them among the remembered ones."""
+    import dsl.host_memory as host_memory
+
+    xs = [torch.randn(16), torch.randn(16)]
+    out = torch.zeros(32)
+    kernel = dsl.from_triton(gather_through_table)
+    kernel[(2,)](addresses(*xs), out, 16, BLOCK=16)
+
+    def no_scan():
+        raise AssertionError("the heap was scanned again")
+
+    monkeypatch.setattr(host_memory.gc, "get_objects", no_scan)
+    out.zero_()
+    kernel[(2,)](addresses(*xs), out, 16, BLOCK=16)
+    torch.testing.assert_close(out, 2 * torch.cat(xs), rtol=0, atol=0)
+
+
+class TypedPtr:
+    """An argument that is only an address and a dtype, as FlagGems' ``TypedPtr``."""
+
+    def __init__(self, tensor: torch.Tensor, offset: int = 0) -> None:
+        self.address = tensor.data_ptr() + tensor.element_size() * offset
+        self.dtype = tensor.dtype
+
+    def data_ptr(self) -> int:
+        return self.address
+
+
+@triton.jit
+def add_one(x, y, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y + o, tl.load(x + o, mask=o < n) + 1, mask=o < n)
+
+
+def test_an_argument_that_is_only_an_address_is_the_rest_of_its_tensor():
+    a, b = torch.arange(20, dtype=torch.float32), torch.zeros(20)
+    kernel = dsl.from_triton(add_one)
+    kernel[(2,)](TypedPtr(a, 4), TypedPtr(b, 2), 16, BLOCK=8)
+    assert b.tolist() == [0, 0] + list(range(5, 21)) + [0, 0]
+    with pytest.raises(dsl.OutOfBoundsError, match="outside tensor 'x', whose memory holds "
+                       "16 elements"):
+        kernel[(3,)](TypedPtr(a, 4), TypedPtr(b, 2), 17, BLOCK=8)  # past a's end
+    loose = TypedPtr(a)
+    loose.address = 0x1000
+    with pytest.raises(dsl.DSLLaunchError, match="address 0x1000 is in no tensor"):
+        kernel[(1,)](loose, TypedPtr(b), 4, BLOCK=8)

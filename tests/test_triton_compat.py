@@ -199,9 +199,11 @@ def test_an_assert_statement_is_a_device_assert():
         kernel[(1,)](x, np.zeros(8, np.float32), 6, B=8)
 
 
-def test_a_tensor_like_wrapper_is_refused_naming_what_to_pass():
-    """An object with ``data_ptr()`` (FlagGems' StridedBuffer) was refused with the
-    advice to mark the parameter constexpr, which is no fix for a pointer."""
+def test_an_address_wrapper_over_a_numpy_array_reads_that_array():
+    """An object with only ``data_ptr()`` and ``dtype`` was refused with the advice to
+    mark the parameter constexpr, later as memory no check could bound; since session
+    22 it is the rest of the array holding the address (``dsl.host_memory.memory_at``),
+    and an object without even a dtype is refused naming what to pass."""
     class Wrapper:
         def __init__(self, array: np.ndarray) -> None:
             self.array, self.dtype = array, array.dtype
@@ -210,8 +212,16 @@ def test_a_tensor_like_wrapper_is_refused_naming_what_to_pass():
             return self.array.ctypes.data
 
     x = np.arange(8, dtype=np.float32)
-    with pytest.raises(dsl.DSLLaunchError, match="got Wrapper, an object with data_ptr"):
-        dsl.from_triton(asserts_its_count)[(1,)](Wrapper(x), np.zeros(8, np.float32), 8, B=8)
+    out = np.zeros(8, np.float32)
+    dsl.from_triton(asserts_its_count)[(1,)](Wrapper(x), out, 8, B=8)
+    np.testing.assert_array_equal(out, x + 1)
+
+    class Untyped:
+        def data_ptr(self) -> int:
+            return x.ctypes.data
+
+    with pytest.raises(dsl.DSLLaunchError, match="got Untyped, an object with data_ptr"):
+        dsl.from_triton(asserts_its_count)[(1,)](Untyped(), out, 8, B=8)
 
 
 @triton.jit

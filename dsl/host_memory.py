@@ -8,10 +8,17 @@ against a ``HostMemory``: the regions of host memory this launch can see, each o
 allocation whose owner this object keeps alive while the launch runs:
 
 1. the memory of every tensor argument (its NumPy buffer's whole allocation);
-2. when an address falls outside those, the storage of every live CPU torch tensor
-   (found through the garbage collector, which tracks torch tensors) and every NumPy
-   array that the calling frames hold (in their locals, and in lists, tuples and
-   dicts there; NumPy arrays are not tracked by the garbage collector).
+2. when an address falls outside those, the storage of the torch tensors earlier
+   launches found there (``_FOUND``: weak references, so a freed tensor's memory is
+   never reached through it), then of every live CPU torch tensor (found through the
+   garbage collector, which tracks torch tensors; a scan costs ~50-100 ms in a process
+   holding 200,000 objects, so its finds are remembered) and every NumPy array that
+   the calling frames hold (in their locals, and in lists, tuples and dicts there;
+   NumPy arrays are not tracked by the garbage collector).
+
+An argument that is only an address (a wrapper offering ``data_ptr()`` and
+``dtype``, FlagGems' ``TypedPtr``) is bound the same way: ``memory_at`` gives the
+elements from its address to the end of the allocation holding it.
 
 A lane's element must lie wholly inside one region and its address must be a
 multiple of the element size; otherwise the access is an ``OutOfBoundsError`` that
@@ -31,6 +38,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import sys
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +56,7 @@ class Region:
     owner: Any  # the NumPy array or torch storage whose memory this is
     name: str  # how error messages name it
     writeable: bool
+    tensor: Any = None  # a torch tensor over it (remembered for later launches)
 
     @property
     def end(self) -> int:
@@ -80,6 +89,18 @@ def _array_region(array: np.ndarray, name: str) -> Region | None:
     return Region(root.ctypes.data, root.nbytes, root, name, bool(root.flags.writeable))
 
 
+# torch tensors whose storage held an address a launch reached (``_remember``)
+_FOUND: list[weakref.ref] = []
+_FOUND_LIMIT = 1024
+
+
+def _remember(tensors: list[Any]) -> None:
+    live = [r for r in _FOUND if r() is not None]
+    known = {id(r()) for r in live}
+    live += [weakref.ref(t) for t in tensors if id(t) not in known]
+    _FOUND[:] = live[-_FOUND_LIMIT:]
+
+
 def _torch_region(tensor: Any) -> Region | None:
     try:
         if tensor.device.type != "cpu" or tensor.is_sparse or tensor.is_quantized:
@@ -90,7 +111,8 @@ def _torch_region(tensor: Any) -> Region | None:
         return None  # (a tensor without storage: meta, functional wrappers)
     if not start or not size:
         return None
-    return Region(start, size, storage, f"a torch tensor of {size} bytes at {start:#x}", True)
+    return Region(start, size, storage, f"a torch tensor of {size} bytes at {start:#x}", True,
+                  tensor)
 
 
 class HostMemory:
@@ -132,6 +154,13 @@ class HostMemory:
         self._starts = np.array([r.start for r in self._regions], np.int64)
         self._ends = np.array([r.end for r in self._regions], np.int64)
 
+    def _add_torch(self, tensors: Any) -> None:
+        for tensor in tensors:
+            region = _torch_region(tensor)
+            if region is not None:
+                self._add(region)
+        self._index()
+
     def _search_live(self) -> None:
         """Add every live CPU torch tensor's storage and the NumPy arrays the calling
         frames hold (once per launch: only when some address missed)."""
@@ -139,12 +168,8 @@ class HostMemory:
         torch = sys.modules.get("torch")
         if torch is not None:
             tensor_type = torch.Tensor
-            for obj in gc.get_objects():
-                # (type(), not isinstance: proxies answer __class__ with warnings)
-                if issubclass(type(obj), tensor_type):
-                    region = _torch_region(obj)
-                    if region is not None:
-                        self._add(region)
+            # (type(), not isinstance: proxies answer __class__ with warnings)
+            self._add_torch(obj for obj in gc.get_objects() if issubclass(type(obj), tensor_type))
         frame = sys._getframe(1)
         while frame is not None:
             for value in list(frame.f_locals.values()):
@@ -161,11 +186,19 @@ class HostMemory:
 
     def locate(self, addresses: np.ndarray) -> np.ndarray:
         """The region index of each address (its first byte, or one past its last),
-        -1 where none holds it (searching the live tensors once if some miss)."""
+        -1 where none holds it: searching the tensors earlier launches found, then
+        the live ones (once per launch), when some address misses."""
         found = self._lookup(addresses)
         if (found < 0).any() and not self._searched:
-            self._search_live()
+            self._add_torch(r() for r in list(_FOUND) if r() is not None)
             found = self._lookup(addresses)
+            if (found < 0).any():
+                missed = addresses[found < 0]
+                self._search_live()
+                found = self._lookup(addresses)
+                hits = np.unique(self._lookup(missed))
+                _remember([self._regions[k].tensor for k in hits
+                           if k >= 0 and self._regions[k].tensor is not None])
         return found
 
     def _lookup(self, addresses: np.ndarray) -> np.ndarray:
@@ -180,6 +213,23 @@ class HostMemory:
 
     def starts_and_ends(self) -> tuple[np.ndarray, np.ndarray]:
         return self._starts, self._ends
+
+
+def memory_at(address: int, dtype: np.dtype, what: str) -> np.ndarray:
+    """The ``dtype`` elements from ``address`` to the end of the allocation holding it
+    (a 1-D array over that memory): the tensor an argument that is only an address
+    stands for. ``ValueError`` naming ``what`` when no tensor this process can see
+    holds the address, or it is not a multiple of the element size."""
+    memory = HostMemory({})
+    k = int(memory.locate(np.array([address], np.int64))[0])
+    item = dtype.itemsize
+    if k < 0 or address % item or address + item > memory.region(k).end:
+        where = "is not a multiple of the element size" if k >= 0 and address % item else \
+            "is in no tensor this process can see (live CPU torch tensors, NumPy arrays " \
+            "held by the calling frames)"
+        raise ValueError(f"{what}: address {address:#x} {where}")
+    typed, first = memory.region(k).elements(dtype)
+    return typed[(address - first) // item:]
 
 
 @dataclass
