@@ -128,31 +128,25 @@ class HostMemory:
         self._index()
 
     def _add(self, region: Region) -> None:
-        """Add a region, merging it with the ones it overlaps (a view inside its base's
-        allocation, two views of one buffer): overlapping memory is one allocation, so
-        their union is too. Regions stay disjoint, which ``_lookup`` relies on."""
-        overlapping = [r for r in self._regions
-                       if region.start < r.end and r.start < region.end]
-        if not overlapping:
-            self._regions.append(region)
-            return
-        if any(r.start <= region.start and region.end <= r.end for r in overlapping):
-            return  # (already covered)
-        if len(overlapping) == 1 and region.start <= overlapping[0].start and \
-                overlapping[0].end <= region.end:
-            merged = region
-        else:
-            start = min(r.start for r in (region, *overlapping))
-            end = max(r.end for r in (region, *overlapping))
-            merged = Region(start, end - start, (region.owner, *(r.owner for r in overlapping)),
-                            region.name, all(r.writeable for r in (region, *overlapping)))
-        self._regions = [r for r in self._regions if not any(r is o for o in overlapping)]
-        self._regions.append(merged)
+        self._regions.append(region)  # (merged by the next ``_index``)
 
     def _index(self) -> None:
-        self._regions.sort(key=lambda r: r.start)
-        self._starts = np.array([r.start for r in self._regions], np.int64)
-        self._ends = np.array([r.end for r in self._regions], np.int64)
+        """Sort the regions and merge the ones that overlap (a view inside its base's
+        allocation, two views of one buffer): overlapping memory is one allocation, so
+        their union is too. Regions stay disjoint, which ``_lookup`` relies on."""
+        merged: list[Region] = []
+        for region in sorted(self._regions, key=lambda r: (r.start, -r.size)):
+            last = merged[-1] if merged else None
+            if last is None or region.start >= last.end:
+                merged.append(region)
+            elif region.end > last.end:  # a partial overlap: one allocation, the union
+                merged[-1] = Region(last.start, region.end - last.start,
+                                    (last.owner, region.owner), last.name,
+                                    last.writeable and region.writeable, last.tensor)
+            # (else already covered)
+        self._regions = merged
+        self._starts = np.array([r.start for r in merged], np.int64)
+        self._ends = np.array([r.end for r in merged], np.int64)
 
     def _add_torch(self, tensors: Any) -> None:
         for tensor in tensors:
