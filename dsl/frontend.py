@@ -446,10 +446,12 @@ def _flatten(b: Builder, x: Any, like: list[Value] | None = None
         return [x.address, x.offset], lambda vs: AddressPointer(vs[0], vs[1], element)
     if isinstance(x, BlockPointer):
         bp = x
-        values = [bp.origin.offset] + [sem.as_value(b, o, like[1 + i].dtype if like else None)
-                                       for i, o in enumerate(bp.offsets)]
-        return values, lambda vs: BlockPointer(Pointer(bp.view, vs[0]), bp.shape, bp.strides,
-                                               tuple(vs[1:]), bp.block_shape, bp.order)
+        origin_values, rebuild_origin = _flatten(b, bp.origin)
+        n = len(origin_values)
+        values = origin_values + [sem.as_value(b, o, like[n + i].dtype if like else None)
+                                  for i, o in enumerate(bp.offsets)]
+        return values, lambda vs: BlockPointer(rebuild_origin(vs[:n]), bp.shape, bp.strides,
+                                               tuple(vs[n:]), bp.block_shape, bp.order)
     if not _is_value(x):
         x = sem.as_value(b, x, like[0].dtype if like else None)
     return [x], lambda vs: vs[0]
@@ -1806,6 +1808,8 @@ def _load(v: _Visitor, node: ast.AST, pointer: Any, index: Any, mask: Any, other
             raise v.error(node, "load() of a block pointer takes boundary_check= and "
                                 "padding_option=, not a mask or other=")
         addr, m, fill = ptrs.block_access(v.b, pointer, boundary_check, padding_option)
+        if isinstance(addr, AddressPointer):  # (a parent tensor cast from an integer)
+            return sem.load_address(v.b, addr.address, addr.offset, addr.element, m, fill)
         return sem.load(v.b, addr, None, m, fill)
     _no_boundary_check(v, node, "load", boundary_check)
     if _pointer_form(v, pointer, index):
@@ -1875,7 +1879,10 @@ def _store(v: _Visitor, node: ast.AST, pointer: Any, index: Any, value: Any, mas
             raise v.error(node, "store() of a block pointer takes a value and "
                                 "boundary_check=, not a mask")
         addr, m, _ = ptrs.block_access(v.b, pointer, boundary_check, "")
-        return sem.store(v.b, addr, None, index if value is None else value, m)
+        stored = index if value is None else value
+        if isinstance(addr, AddressPointer):
+            return sem.store_address(v.b, addr.address, addr.offset, addr.element, stored, m)
+        return sem.store(v.b, addr, None, stored, m)
     _no_boundary_check(v, node, "store", boundary_check)
     if _pointer_form(v, pointer, index):
         value, mask = _shifted(v, node, "store", index, value, mask)

@@ -37,8 +37,8 @@ as a ``Pointer`` keeps its argument and offset; its loads and stores are the IR'
 lane by lane against the host memory the launch can see (``dsl.host_memory``)
 and the code generator writes back as the kernel wrote it, ``address.to(
 tl.pointer_type(T)) + offset`` (triton-ascend lowers a scalar address cast so, and
-fails on a block of addresses computed first). Atomics and block pointers through it
-are refused.
+fails on a block of addresses computed first). A block pointer may have one as its
+base (``BlockPointer.origin``); atomics through it are refused.
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def as_pointer(b: Builder, x: Pointer | ViewArg) -> Pointer:
         return x
     if isinstance(x, AddressPointer):
         raise b.error("a pointer cast from an integer supports + and - of offsets, "
-                      "comparisons, where(), load and store (not atomics, block pointers or "
+                      "comparisons, where(), load, store and make_block_ptr (not atomics or "
                       "index_select)")
     if isinstance(x, PointerChoice):
         raise b.error(f"a pointer that a runtime 'if' bound to different arguments "
@@ -188,6 +188,8 @@ def views_of(p: Any) -> tuple[ViewArg, ...]:
     """The arguments a pointer (or a block pointer) may point into."""
     if isinstance(p, PointerChoice):
         return p.views
+    if isinstance(p, BlockPointer):
+        p = p.origin
     if isinstance(p, AddressPointer):
         return ()
     return (p if isinstance(p, ViewArg) else p.view,)
@@ -453,7 +455,8 @@ def _mul(b: Builder, x: Operand, y: Operand) -> Operand:
 class BlockPointer:
     """``make_block_ptr``'s description of one block of a strided parent tensor."""
 
-    origin: Pointer  # the parent tensor's first element
+    # the parent tensor's first element: in an argument, or cast from an integer
+    origin: Pointer | AddressPointer
     shape: tuple[Operand, ...]
     strides: tuple[Operand, ...]
     offsets: tuple[Operand, ...]
@@ -462,11 +465,12 @@ class BlockPointer:
 
     @property
     def view(self) -> ViewArg:
+        assert isinstance(self.origin, Pointer), "a block pointer cast from an integer"
         return self.origin.view
 
     @property
     def dtype(self) -> dt.DType:
-        return self.origin.view.dtype
+        return self.origin.dtype
 
 
 @dataclass(frozen=True)
@@ -522,9 +526,11 @@ def make_block_ptr(b: Builder, base: Pointer | ViewArg, shape: Any, strides: Any
                    offsets: Any, block_shape: Any, order: Any) -> BlockPointer:
     """A block pointer: ``block_shape`` elements of the parent tensor of ``shape`` and
     ``strides`` at base, starting at ``offsets``."""
-    if not isinstance(base, (Pointer, ViewArg)) or (isinstance(base, Pointer) and base.shape):
+    if not isinstance(base, (Pointer, ViewArg, AddressPointer)) or (
+            isinstance(base, (Pointer, AddressPointer)) and base.shape):
         raise b.error("make_block_ptr() base must be a tensor argument or a scalar pointer")
-    _uncast(b, base, "a block pointer")
+    if not isinstance(base, AddressPointer):
+        _uncast(b, base, "a block pointer")
     blocks = as_tuple(block_shape)
     if not blocks or any(isinstance(n, bool) or not isinstance(n, int) or n <= 0
                          for n in blocks):
@@ -535,7 +541,8 @@ def make_block_ptr(b: Builder, base: Pointer | ViewArg, shape: Any, strides: Any
     if sorted(orders) != list(range(rank)):
         raise b.error(f"make_block_ptr() order must be a permutation of 0..{rank - 1}, "
                       f"got {orders!r}")
-    return BlockPointer(as_pointer(b, base), _operands(b, shape, "shape", rank),
+    origin = base if isinstance(base, AddressPointer) else as_pointer(b, base)
+    return BlockPointer(origin, _operands(b, shape, "shape", rank),
                         _operands(b, strides, "strides", rank),
                         _operands(b, offsets, "offsets", rank), blocks, orders)
 
@@ -564,8 +571,9 @@ def _check_dims(b: Builder, dims: Any, rank: int, what: str) -> tuple[int, ...]:
 
 
 def block_access(b: Builder, bp: BlockPointer, boundary_check: Any, padding_option: Any
-                 ) -> tuple[Address, Value | None, Operand | None]:
-    """The address of every element of the block, the boundary mask of the checked
+                 ) -> tuple[Address | AddressPointer, Value | None, Operand | None]:
+    """The address of every element of the block (a pointer block when the parent
+    tensor's base was cast from an integer), the boundary mask of the checked
     dimensions (None when none are) and the fill of masked-off lanes."""
     rank = len(bp.block_shape)
     checked = _check_dims(b, boundary_check or (), rank, "boundary_check")
@@ -594,4 +602,6 @@ def block_access(b: Builder, bp: BlockPointer, boundary_check: Any, padding_opti
         fill = float("nan") if mask is not None else None
     else:
         raise b.error(f"padding_option must be '', 'zero' or 'nan', got {padding_option!r}")
+    if isinstance(bp.origin, AddressPointer):
+        return dataclasses.replace(bp.origin, offset=offset), mask, fill
     return address(b, Pointer(bp.view, offset)), mask, fill

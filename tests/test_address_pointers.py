@@ -115,6 +115,20 @@ def rows_through_table(table, out, R: tl.constexpr, C: tl.constexpr):
 
 
 @triton.jit
+def scale_tiles(table, n_rows, n_cols, BR: tl.constexpr, BC: tl.constexpr):
+    """``x_g *= 2`` tile by tile through a block pointer whose base came from a table,
+    the column tiles walked by ``advance``, ragged edges under ``boundary_check``."""
+    g = tl.program_id(0)
+    base = tl.load(table + g).to(tl.pointer_type(tl.float32))
+    tile = tl.make_block_ptr(base, (n_rows, n_cols), (n_cols, 1), (tl.program_id(1) * BR, 0),
+                             (BR, BC), (1, 0))
+    for _ in range(tl.cdiv(n_cols, BC)):
+        v = tl.load(tile, boundary_check=(0, 1), padding_option="zero")
+        tl.store(tile, v * 2, boundary_check=(0, 1))
+        tile = tl.advance(tile, (0, BC))
+
+
+@triton.jit
 def sum_chunks(table, out, n_chunks, BLOCK: tl.constexpr):
     """A pointer cast from an integer, moved through a loop."""
     g = tl.program_id(0)
@@ -221,6 +235,18 @@ def test_a_block_of_addresses_one_per_row():
     assert torch.equal(out, torch.stack(xs))
 
 
+def test_a_block_pointer_over_a_tensor_cast_from_an_integer():
+    xs = [torch.randn(10, 13), torch.randn(10, 13)]
+    before = [x.clone() for x in xs]
+    dsl.from_triton(scale_tiles)[(2, 3)](addresses(*xs), 10, 13, BR=4, BC=8)
+    for x, old in zip(xs, before):
+        torch.testing.assert_close(x, 2 * old, rtol=0, atol=0)
+    with pytest.raises(dsl.OutOfBoundsError, match="bytes from the start of"):
+        dsl.from_triton(scale_tiles)[(2, 3)](addresses(*xs), 11, 13, BR=4, BC=8)  # 11 rows
+    for x, old in zip(xs, before):
+        torch.testing.assert_close(x, 2 * old, rtol=0, atol=0)  # nothing written
+
+
 def test_a_pointer_moved_through_a_loop_and_pointer_arithmetic():
     xs = [torch.randn(4 * 16), torch.randn(4 * 16)]
     out = torch.zeros(32)
@@ -251,8 +277,11 @@ def test_every_backend_agrees(cpu_toolchain, toolchain):
         gather.launch(addresses(*xs), out, 37, BLOCK=64, grid=(2,), backend=backend)
         targets = [torch.zeros(6, 8), torch.zeros(6, 8)]
         scatter.launch(addresses(*targets), rows, src, L=4, S=8, grid=(2,), backend=backend)
+        tiles = [torch.arange(130, dtype=torch.float32).reshape(10, 13) / 7 for _ in range(2)]
+        dsl.from_triton(scale_tiles).launch(addresses(*tiles), 10, 13, BR=4, BC=8, grid=(2, 3),
+                                            backend=backend)
         runs.append([out.numpy().view(np.uint32).copy()] +
-                    [t.numpy().view(np.uint32).copy() for t in targets])
+                    [t.numpy().view(np.uint32).copy() for t in targets + tiles])
     assert runs[0][2][5].view(np.float32).tolist() == (2 * src[:8]).tolist()
     for a, b in zip(*runs):
         np.testing.assert_array_equal(a, b)
@@ -265,6 +294,9 @@ def test_every_backend_agrees(cpu_toolchain, toolchain):
                                                     spec("int32"), 3, LOCS=4,
                                                     target="Ascend910B4")
     assert ".to(tl.pointer_type(tl.uint8)) + " in lowered.triton
+    assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
+    lowered = dsl.from_triton(scale_tiles).lower(spec("int64"), 1000, 1000, BR=16, BC=64,
+                                                 target="Ascend910B4")
     assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
 
 
