@@ -1929,6 +1929,12 @@ def _atomic(op: str) -> Callable[..., Any]:
                 raise v.error(node, f"{what}() needs a value")
             return ptrs.through_choice(v.b, pointer, mask, lambda addr, narrowed: sem_.atomic(
                 v.b, op, addr, None, val, narrowed, sem, scope))
+        if isinstance(pointer, AddressPointer):
+            val, mask = _shifted(v, node, what, index, val, mask)
+            if val is None:
+                raise v.error(node, f"{what}() needs a value")
+            return sem_.atomic_address(v.b, op, pointer.address, pointer.offset,
+                                       pointer.element, val, mask, sem, scope)
         target, pointer_form = _memory_target(v, node, what, pointer, index)
         if pointer_form:
             val, mask = _shifted(v, node, what, index, val, mask)
@@ -1942,6 +1948,12 @@ def _atomic(op: str) -> Callable[..., Any]:
 def _atomic_cas(v: _Visitor, node: ast.AST, pointer: Any, index: Any, cmp: Any, val: Any,
                 sem: Any, scope: Any) -> Any:
     _writable(v, node, pointer)
+    if isinstance(pointer, AddressPointer):
+        cmp, val = _shifted(v, node, "atomic_cas", index, cmp, val)
+        if cmp is None or val is None:
+            raise v.error(node, "atomic_cas() needs cmp and val")
+        return sem_.atomic_cas_address(v.b, pointer.address, pointer.offset, pointer.element,
+                                       cmp, val, sem, scope)
     target, pointer_form = _memory_target(v, node, "atomic_cas", pointer, index)
     if pointer_form:
         cmp, val = _shifted(v, node, "atomic_cas", index, cmp, val)

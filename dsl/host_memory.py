@@ -244,7 +244,7 @@ def resolve(memory: HostMemory, bases: np.ndarray, addresses: np.ndarray,
     whole element inside that region and be a multiple of the element size, so a
     pointer moved past its tensor's end is an error even where another tensor lies
     next to it. The first offending lane raises ``OutOfBoundsError``. ``what`` is
-    "load" or "store"."""
+    "load", "store" or "atomic"."""
     flat = addresses.reshape(-1)
     lanes = np.arange(flat.size) if active is None else np.flatnonzero(active.reshape(-1))
     wanted = flat[lanes]
@@ -263,8 +263,8 @@ def resolve(memory: HostMemory, bases: np.ndarray, addresses: np.ndarray,
     access = AddressAccess()
     for region_index in np.unique(found):
         region = memory.region(int(region_index))
-        if what == "store" and not region.writeable:
-            raise OutOfBoundsError(f"{loc}: store in kernel '{kernel}' through an address cast "
+        if what != "load" and not region.writeable:
+            raise OutOfBoundsError(f"{loc}: {what} in kernel '{kernel}' through an address cast "
                                    f"from an integer into {region.name}, which is read-only"
                                    f"\n{loc.excerpt()}")
         typed, first_element = region.elements(dtype)

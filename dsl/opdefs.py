@@ -535,6 +535,23 @@ def _check_store_address(op: Op) -> str | None:
     return _check_address_access(op, op.value)
 
 
+def _check_atomic_address(op: Op) -> str | None:
+    problem = _check_address_access(op, op.value)
+    if problem is None and op.result.type != op.value.type:
+        return f"result {op.result.type} differs from the value's {op.value.type}"
+    if problem is None and op.attrs["op"] not in ATOMIC_OPS:
+        return f"unknown atomic operation {op.attrs['op']!r}"
+    return problem
+
+
+def _check_atomic_cas_address(op: Op) -> str | None:
+    problem = _check_address_access(op, op.value)
+    if problem is None and not (op.result.type == op.value.type ==
+                                op.require("compare").type):
+        return "compare, value and result types differ"
+    return problem
+
+
 ATOMIC_OPS = ("add", "max", "min", "xchg", "and", "or", "xor")
 
 
@@ -852,6 +869,14 @@ _STRUCTURAL = [
           _check_store_address, "write value offset elements past int64 byte addresses "
           "where mask holds (see load_address)", results=0, labelled=True,
           index_roles=("address", "offset", "mask")),
+    OpDef("atomic_address", Signature.parse("address offset value [mask]"), Effect.UPDATE,
+          _check_atomic_address, "atomic attrs['op'] offset elements past int64 byte "
+          "addresses where mask holds (see load_address and atomic): the old values",
+          attrs=("op", "sem", "scope"), labelled=True, index_roles=("address", "offset", "mask")),
+    OpDef("atomic_cas_address", Signature.parse("address offset compare value"),
+          Effect.UPDATE, _check_atomic_cas_address, "compare-and-swap offset elements past "
+          "int64 byte addresses (see load_address and atomic_cas): the old values",
+          attrs=("sem", "scope"), labelled=True, index_roles=("address", "offset")),
     OpDef("for", Signature.parse("start end step *inits"), Effect.CONTROL, _check_for,
           "loop over range(start, end, step) carrying values (body arguments: the "
           "induction variable, then the carried values)", results=-1, regions=1,

@@ -38,7 +38,8 @@ lane by lane against the host memory the launch can see (``dsl.host_memory``)
 and the code generator writes back as the kernel wrote it, ``address.to(
 tl.pointer_type(T)) + offset`` (triton-ascend lowers a scalar address cast so, and
 fails on a block of addresses computed first). A block pointer may have one as its
-base (``BlockPointer.origin``); atomics through it are refused.
+base (``BlockPointer.origin``), and atomics through it are the IR's
+``atomic_address``/``atomic_cas_address``.
 """
 
 from __future__ import annotations
@@ -174,7 +175,7 @@ def as_pointer(b: Builder, x: Pointer | ViewArg) -> Pointer:
         return x
     if isinstance(x, AddressPointer):
         raise b.error("a pointer cast from an integer supports + and - of offsets, "
-                      "comparisons, where(), load, store and make_block_ptr (not atomics or "
+                      "comparisons, where(), load, store, atomics and make_block_ptr (not "
                       "index_select)")
     if isinstance(x, PointerChoice):
         raise b.error(f"a pointer that a runtime 'if' bound to different arguments "

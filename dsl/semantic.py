@@ -1343,6 +1343,40 @@ def atomic_cas(b: Builder, target: Target, index: Operand | None, compare: Opera
                   [Type(view.dtype, shape)], attrs={**attrs, **addr.attrs}).result
 
 
+def atomic_address(b: Builder, op: str, address: Value, offset: Value, element: DType,
+                   value: Operand, mask: Operand | None, sem: Any, scope: Any) -> Value:
+    """``atomic_<op>`` ``offset`` elements past int64 byte addresses (a pointer cast from
+    an integer); checked as ``atomic`` checks its tensor's type."""
+    what = f"atomic_{op}"
+    if op in ("and", "or", "xor") and not (element.is_int and not element.is_bool):
+        raise b.error(f"{what}() needs an integer tensor, got {element.name}")
+    if element.is_bool:
+        raise b.error(f"{what}() does not accept an int1 pointer")
+    attrs = {"op": op, **_memory_semantics(b, what, sem, scope)}
+    val = as_value(b, value, element)
+    shape = broadcast_shapes(b, broadcast_shapes(b, address.shape, offset.shape, what),
+                             val.shape, what)
+    m = _mask_value(b, mask, shape)
+    operands = _address_operands(b, address, offset, shape) + [broadcast_to(b, val, shape)]
+    return b.emit("atomic_address", operands + ([m] if m is not None else []),
+                  [Type(element, shape)], attrs=attrs).result
+
+
+def atomic_cas_address(b: Builder, address: Value, offset: Value, element: DType,
+                       compare: Operand, value: Operand, sem: Any, scope: Any) -> Value:
+    """Compare-and-swap ``offset`` elements past int64 byte addresses."""
+    if element.is_bool:
+        raise b.error("atomic_cas() does not accept an int1 pointer")
+    attrs = _memory_semantics(b, "atomic_cas", sem, scope)
+    val = as_value(b, value, element)
+    shape = broadcast_shapes(b, broadcast_shapes(b, address.shape, offset.shape, "atomic_cas"),
+                             val.shape, "atomic_cas")
+    cmp = broadcast_to(b, as_value(b, compare, element), shape)
+    return b.emit("atomic_cas_address", _address_operands(b, address, offset, shape) +
+                  [cmp, broadcast_to(b, val, shape)], [Type(element, shape)],
+                  attrs=attrs).result
+
+
 # ----------------------------------------------------------------------------- debugging, hints
 
 

@@ -563,6 +563,10 @@ MISCOMPILED_KINDS = {
               "addresses is dropped, and nothing is atomic across programs)",
     "atomic_cas": "its atomic_cas compiles to plain loads and stores and returns the new "
                   "value instead of the old one",
+    "atomic_address": "its atomics compile to plain loads and stores (nothing is atomic "
+                      "across programs)",
+    "atomic_cas_address": "its atomic_cas compiles to plain loads and stores and returns "
+                          "the new value instead of the old one",
     "print": "device_print becomes a call of an Ascend library function (triton_print) "
              "with no CPU implementation",
 }

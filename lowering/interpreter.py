@@ -1094,6 +1094,38 @@ class Interpreter:
         for _, typed, lanes, elements in access.groups:
             self.journal.write_elements(typed, elements, values[lanes].astype(element))
 
+    def _atomic_at_addresses(self, op: Op, frame: Frame, compare: Value | None) -> None:
+        """Atomics through a pointer cast from an integer: every lane checked first, then
+        applied as ``_atomic`` applies them, one region at a time (lanes at one address
+        are in one region, in lane order)."""
+        shape = (frame.size,) + op.value.shape
+        element = op.value.dtype.np
+        bases, addresses = self._addresses(op, frame, shape, element.itemsize)
+        mask = None if op.mask is None else \
+            np.broadcast_to(materialize(frame.get(op.mask)), shape)
+        access = resolve(self._memory(), bases, addresses, mask, element, "atomic",
+                         self.fn.name, op.loc, frame.pid)
+        values = np.broadcast_to(materialize(frame.get(op.value)), shape).reshape(-1)
+        cmp = None if compare is None else \
+            np.broadcast_to(materialize(frame.get(compare)), shape).reshape(-1)
+        old = np.zeros(values.shape, element)
+        for _, typed, lanes, elements in access.groups:
+            previous = apply_atomics(
+                lambda where, typed=typed: typed[where],
+                lambda where, new, typed=typed: self.journal.update(typed, where, new),
+                elements, values[lanes].astype(element), op.attrs.get("op", "cas"),
+                None if cmp is None else cmp[lanes].astype(element),
+                want_old=op.result.has_uses)
+            if previous is not None:
+                old[lanes] = previous
+        frame.set(op.result, old.reshape(shape))
+
+    def op_atomic_address(self, op: Op, frame: Frame) -> None:
+        self._atomic_at_addresses(op, frame, None)
+
+    def op_atomic_cas_address(self, op: Op, frame: Frame) -> None:
+        self._atomic_at_addresses(op, frame, op.require("compare"))
+
     def _track(self, op: Op, frame: Frame, index: Any, mask: Any, write: bool) -> None:
         """The full race check: an element one program writes may be neither written
         nor read by another program in the same launch (atomics excepted)."""
@@ -1581,6 +1613,8 @@ RUNTIME_CHECKS: dict[str, Callable[[Op], bool]] = {
     "while": lambda op: True,
     "load_address": lambda op: True,  # (each address is checked as it is used)
     "store_address": lambda op: True,
+    "atomic_address": lambda op: True,
+    "atomic_cas_address": lambda op: True,
 }
 
 
@@ -1825,6 +1859,8 @@ HANDLERS: dict[str, Callable[[Interpreter, Op, Frame], None]] = {
     "atomic_cas": Interpreter.op_atomic_cas,
     "load_address": Interpreter.op_load_address,
     "store_address": Interpreter.op_store_address,
+    "atomic_address": Interpreter.op_atomic_address,
+    "atomic_cas_address": Interpreter.op_atomic_cas_address,
     "for": Interpreter.op_for,
     "if": Interpreter.op_if,
     "reduce_fn": Interpreter.op_reduce_fn,

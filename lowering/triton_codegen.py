@@ -611,6 +611,18 @@ class _Emitter:
         mask = f", mask={self.name(op.mask)}" if op.mask is not None else ""
         self.emit(f"tl.store({pointer}, {self.name(op.value)}{mask})", indent, op.loc)
 
+    def op_atomic_address(self, op: Op, indent: int) -> None:
+        pointer = self._host_pointer(op, op.value.dtype)
+        mask = f", mask={self.name(op.mask)}" if op.mask is not None else ""
+        self.emit(f"{self.define(op.result)} = tl.atomic_{op.attrs['op']}({pointer}, "
+                  f"{self.name(op.value)}{mask}{self._memory_semantics(op)})", indent, op.loc)
+
+    def op_atomic_cas_address(self, op: Op, indent: int) -> None:
+        pointer = self._host_pointer(op, op.value.dtype)
+        self.emit(f"{self.define(op.result)} = tl.atomic_cas({pointer}, "
+                  f"{self.name(op.require('compare'))}, {self.name(op.value)}"
+                  f"{self._memory_semantics(op)})", indent, op.loc)
+
     def op_atomic_cas(self, op: Op, indent: int) -> None:
         address = self._written_address(op)
         self.emit(f"{self.define(op.result)} = tl.atomic_cas({address}, "
@@ -758,6 +770,8 @@ EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
     "atomic_cas": _Emitter.op_atomic_cas,
     "load_address": _Emitter.op_load_address,
     "store_address": _Emitter.op_store_address,
+    "atomic_address": _Emitter.op_atomic_address,
+    "atomic_cas_address": _Emitter.op_atomic_cas_address,
     "for": _Emitter.op_for,
     "if": _Emitter.op_if,
     "reduce_fn": _Emitter.op_reduce_fn,

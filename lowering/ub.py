@@ -183,6 +183,8 @@ UB_RULES: dict[str, Rule] = {
     "store": _store,
     "load_address": _load,
     "store_address": _store,
+    "atomic_address": _load,
+    "atomic_cas_address": _load,
     "atomic": _load,
     "atomic_cas": _load,
     "for": _tile,

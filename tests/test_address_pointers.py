@@ -129,6 +129,21 @@ def scale_tiles(table, n_rows, n_cols, BR: tl.constexpr, BC: tl.constexpr):
 
 
 @triton.jit
+def histogram_through_table(table, counts, data, n, BINS: tl.constexpr, BLOCK: tl.constexpr):
+    """Each program adds the histogram of its block of ``data`` into the counts table
+    ``table[g]`` points to, atomically; program 0 also swaps a flag in with CAS."""
+    pid = tl.program_id(0)
+    g = tl.load(counts + pid)
+    hist = tl.load(table + g).to(tl.pointer_type(tl.int32))
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    bins = tl.load(data + offs, mask=offs < n, other=0)
+    tl.atomic_add(hist + bins, 1, mask=offs < n)
+    if pid == 0:
+        flag = tl.load(table + 2).to(tl.pointer_type(tl.int32))
+        tl.atomic_cas(flag, 0, 7)
+
+
+@triton.jit
 def sum_chunks(table, out, n_chunks, BLOCK: tl.constexpr):
     """A pointer cast from an integer, moved through a loop."""
     g = tl.program_id(0)
@@ -247,6 +262,23 @@ def test_a_block_pointer_over_a_tensor_cast_from_an_integer():
         torch.testing.assert_close(x, 2 * old, rtol=0, atol=0)  # nothing written
 
 
+def test_atomics_through_a_pointer_table_count_every_lane():
+    rng = np.random.default_rng(5)
+    data = torch.from_numpy(rng.integers(0, 6, 1000).astype(np.int32))
+    hists, flag = [torch.zeros(6, dtype=torch.int32), torch.zeros(6, dtype=torch.int32)], \
+        torch.zeros(1, dtype=torch.int32)
+    which = torch.from_numpy((np.arange(8) % 2).astype(np.int32))  # program -> histogram
+    kernel = dsl.from_triton(histogram_through_table)
+    kernel[(8,)](addresses(*hists, flag), which, data, 1000, BINS=6, BLOCK=128)
+    for g in range(2):
+        part = np.concatenate([data.numpy()[p * 128:(p + 1) * 128] for p in range(8) if p % 2 == g])
+        np.testing.assert_array_equal(hists[g].numpy(), np.bincount(part, minlength=6))
+    assert flag.item() == 7
+    assert "tl.atomic_add(" in kernel.lower(dsl.tensor_spec("int64"), dsl.tensor_spec("int32"),
+                                            dsl.tensor_spec("int32"), 1000, BINS=6, BLOCK=128,
+                                            target="Ascend910B4").triton
+
+
 def test_a_pointer_moved_through_a_loop_and_pointer_arithmetic():
     xs = [torch.randn(4 * 16), torch.randn(4 * 16)]
     out = torch.zeros(32)
@@ -361,8 +393,8 @@ def test_two_lanes_storing_one_address_race():
 @pytest.mark.parametrize("body, message", [
     ("    tl.store(tl.load(A).to(tl.int32).to(tl.pointer_type(tl.float32)), 1.0)\n",
      "an integer cast to a pointer must be 64 bits wide"),
-    ("    tl.atomic_add(tl.load(A).to(tl.pointer_type(tl.float32)), 1.0)\n",
-     "a pointer cast from an integer supports"),
+    ("    tl.atomic_and(tl.load(A).to(tl.pointer_type(tl.float32)), 1.0)\n",
+     r"atomic_and\(\) needs an integer tensor, got float32"),
     ("    p = tl.load(A).to(tl.pointer_type(tl.float32))\n    tl.store(p + (p < X), 1.0)\n",
      "comparison of a pointer cast from an integer and a pointer into an argument"),
 ])
@@ -432,3 +464,17 @@ def test_an_argument_that_is_only_an_address_is_the_rest_of_its_tensor():
     loose.address = 0x1000
     with pytest.raises(dsl.DSLLaunchError, match="address 0x1000 is in no tensor"):
         kernel[(1,)](loose, TypedPtr(b), 4, BLOCK=8)
+
+
+def test_compiled_cpu_refuses_atomics_through_addresses_naming_why(cpu_toolchain):
+    """triton-ascend 3.2.0's CPU route compiles atomics to plain loads and stores (as
+    for atomics through arguments): refused, nothing written."""
+    hists = [torch.zeros(6, dtype=torch.int32), torch.zeros(6, dtype=torch.int32),
+             torch.zeros(1, dtype=torch.int32)]
+    with pytest.raises(cpu.CompiledCPUError, match="atomic_address fails -- its atomics "
+                       "compile to plain loads and stores"):
+        dsl.from_triton(histogram_through_table).launch(
+            addresses(*hists), torch.zeros(8, dtype=torch.int32),
+            torch.zeros(1000, dtype=torch.int32), 1000, BINS=6, BLOCK=128, grid=(8,),
+            backend="compiled-cpu")
+    assert not any(h.any() for h in hists)
