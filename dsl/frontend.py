@@ -1466,6 +1466,13 @@ class _Visitor:
             return self.inline_call(node, fn, args, kwargs)
         if isinstance(fn, Unsupported):
             raise self.error(node, fn.message())
+        if fn is DType and len(args) == 1 and isinstance(args[0], str) and not kwargs:
+            # tl.dtype(f"uint{bits}"): Triton's dtype by its name, at compile time
+            try:
+                return dt.by_name(args[0])
+            except (KeyError, ValueError):
+                raise self.error(node, f"tl.dtype({args[0]!r}): not an element type of this "
+                                       "project") from None
         if inspect.ismethod(fn) and isinstance(fn.__self__, (DType, _BlockType)):
             # x.dtype.is_floating(), x.type.is_block()
             return fn(*args, **kwargs)

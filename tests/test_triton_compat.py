@@ -1138,3 +1138,20 @@ def test_a_grid_function_receives_every_argument_by_name():
         assert seen[-1]["n_elements"] == n and seen[-1]["BLOCK_SIZE"] == 16
         assert seen[-1]["x_ptr"] is x and seen[-1]["output_ptr"] is out
     assert sorted(seen[0]) == ["BLOCK_SIZE", "n_elements", "output_ptr", "x_ptr", "y_ptr"]
+
+
+@triton.jit
+def bits_of(x_ptr, out_ptr, N: tl.constexpr, BITS: tl.constexpr):
+    """SGLang's gate_topk names the unsigned type of a width: ``tl.dtype(f"uint{n}")``."""
+    utype: tl.constexpr = tl.dtype(f"uint{BITS}")
+    offs = tl.arange(0, N)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs).to(utype, bitcast=True))
+
+
+def test_a_dtype_named_by_a_string_at_compile_time():
+    x = np.float32([1.5, -2.0, 0.0, 3.25])
+    out = np.zeros(4, np.uint32)
+    dsl.from_triton(bits_of)[(1,)](x, out, N=4, BITS=32)
+    np.testing.assert_array_equal(out, x.view(np.uint32))
+    with pytest.raises(dsl.DSLCompileError, match=r"tl.dtype\('uint7'\): not an element type"):
+        dsl.from_triton(bits_of)[(1,)](x, out, N=4, BITS=7)
