@@ -1851,8 +1851,12 @@ def _pointer_cast(v: _Visitor, node: ast.AST, x: Any, dtype: Any) -> Any:
             return ptrs.retarget(v.b, x, _pointee(v, node, dtype))
         return ptrs.address_as_integer(v.b, x, _dtype_arg(v, node, dtype))
     if not isinstance(dtype, lang.PointerType):
+        if isinstance(x, (Pointer, ViewArg)) and isinstance(dtype, DType) and \
+                dtype.is_int and not dtype.is_bool and dtype.bits == 64:
+            v.at(node)  # x_ptr.to(tl.int64): the address it points to
+            return sem.cast(v.b, ptrs.pointer_as_integer(v.b, x), dtype)
         raise v.error(node, f"a pointer cast to {dtype!r}: a pointer into an argument casts "
-                            "only to a pointer type (pointer_type)")
+                            "only to a pointer type (pointer_type) or a 64-bit integer")
     if not isinstance(x, (Pointer, ViewArg)):
         v.at(node)
         return ptrs.from_integer(v.b, x, _pointee(v, node, dtype))

@@ -535,6 +535,16 @@ def _check_store_address(op: Op) -> str | None:
     return _check_address_access(op, op.value)
 
 
+def _check_tensor_address(op: Op) -> str | None:
+    from dsl.ir import ViewType
+
+    if not isinstance(op.view.type, ViewType):
+        return "the operand is not a tensor argument"
+    if op.result.dtype != dt.int64 or op.result.shape:
+        return f"the result is {op.result.type}, expected an int64 scalar"
+    return None
+
+
 def _check_atomic_address(op: Op) -> str | None:
     problem = _check_address_access(op, op.value)
     if problem is None and op.result.type != op.value.type:
@@ -869,6 +879,9 @@ _STRUCTURAL = [
           _check_store_address, "write value offset elements past int64 byte addresses "
           "where mask holds (see load_address)", results=0, labelled=True,
           index_roles=("address", "offset", "mask")),
+    OpDef("tensor_address", Signature(("view",)), Effect.PURE, _check_tensor_address,
+          "the int64 byte address of the tensor argument's buffer, its lowest element (a "
+          "pointer argument cast to an integer: dsl.pointers.pointer_as_integer)"),
     OpDef("atomic_address", Signature.parse("address offset value [mask]"), Effect.UPDATE,
           _check_atomic_address, "atomic attrs['op'] offset elements past int64 byte "
           "addresses where mask holds (see load_address and atomic): the old values",

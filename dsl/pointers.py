@@ -53,7 +53,7 @@ import numpy as np
 
 from dsl import dtypes as dt
 from dsl import semantic as sem
-from dsl.ir import Value
+from dsl.ir import Type, Value
 from dsl.semantic import Address, Builder, Operand, ViewArg, as_tuple
 
 
@@ -159,6 +159,18 @@ def retarget(b: Builder, p: AddressPointer, element: dt.DType) -> AddressPointer
     if owner is not None and owner.defn.constant and owner.attrs["value"] == 0:
         return AddressPointer(p.address, p.offset, element)  # (keeps the cast integer)
     return AddressPointer(byte_address(b, p), sem.constant(b, 0, dt.int32), element)
+
+
+def pointer_as_integer(b: Builder, ptr: Pointer | ViewArg) -> Value:
+    """``x_ptr.to(tl.int64)`` of a pointer into an argument: the byte address of the
+    element it points to (the argument's buffer address plus its physical offset)."""
+    p = as_pointer(b, ptr)
+    start = b.emit("tensor_address", [p.view.value], [Type(dt.int64, ())]).result
+    offset = element_address(b, p).offset
+    moved = sem.cast(b, offset, dt.int64)
+    if p.view.dtype.itemsize != 1:
+        moved = sem.binary(b, "mul", moved, p.view.dtype.itemsize)
+    return sem.binary(b, "add", start, moved)
 
 
 def address_as_integer(b: Builder, p: AddressPointer, dtype: Any) -> Value:
@@ -350,18 +362,19 @@ def map_offsets(b: Builder, ptr: Pointer | PointerChoice | AddressPointer, fn: A
     return dataclasses.replace(ptr, offset=fn(ptr.offset))
 
 
-def cast(b: Builder, ptr: Pointer | ViewArg, element: dt.DType) -> Pointer:
+def cast(b: Builder, ptr: Pointer | ViewArg, element: dt.DType) -> Pointer | AddressPointer:
     """``ptr.to(tl.pointer_type(element))``: the same memory read and written as
-    ``element``, which must have the argument's element size (a cast to another
-    size would move offsets by other strides and reach past what was bound)."""
+    ``element``. Of the argument's element size, a pointer into the argument still;
+    of another size (or int1), a pointer cast from the element's address, since its
+    offsets step by another size (SGLang copies bf16 rows as bytes)."""
     p = as_pointer(b, ptr)
     own = p.view.dtype
     if element == own:
         return dataclasses.replace(p, element=None)
     if element.bits != own.bits or element.is_bool or own.is_bool:
-        raise b.error(f"a pointer to {own.name} elements ('{p.view.name}') cast to a pointer "
-                      f"to {element.name}: only a type of the same size reads the same "
-                      "elements")
+        # another size: the bytes at the element's address, as a pointer cast from that
+        # address (bound-checked against the argument's memory as it runs)
+        return AddressPointer(pointer_as_integer(b, p), sem.constant(b, 0, dt.int32), element)
     return dataclasses.replace(p, element=element)
 
 

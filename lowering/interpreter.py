@@ -1120,6 +1120,10 @@ class Interpreter:
                 old[lanes] = previous
         frame.set(op.result, old.reshape(shape))
 
+    def op_tensor_address(self, op: Op, frame: Frame) -> None:
+        tensor: BoundTensor = frame.get(op.view)
+        frame.set(op.result, np.array([tensor.buffer.ctypes.data], np.int64))
+
     def op_atomic_address(self, op: Op, frame: Frame) -> None:
         self._atomic_at_addresses(op, frame, None)
 
@@ -1860,6 +1864,7 @@ HANDLERS: dict[str, Callable[[Interpreter, Op, Frame], None]] = {
     "load_address": Interpreter.op_load_address,
     "store_address": Interpreter.op_store_address,
     "atomic_address": Interpreter.op_atomic_address,
+    "tensor_address": Interpreter.op_tensor_address,
     "atomic_cas_address": Interpreter.op_atomic_cas_address,
     "for": Interpreter.op_for,
     "if": Interpreter.op_if,

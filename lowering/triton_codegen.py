@@ -611,6 +611,10 @@ class _Emitter:
         mask = f", mask={self.name(op.mask)}" if op.mask is not None else ""
         self.emit(f"tl.store({pointer}, {self.name(op.value)}{mask})", indent, op.loc)
 
+    def op_tensor_address(self, op: Op, indent: int) -> None:
+        self.emit(f"{self.define(op.result)} = {self.name(op.view)}_ptr.to(tl.int64)", indent,
+                  op.loc)
+
     def op_atomic_address(self, op: Op, indent: int) -> None:
         pointer = self._host_pointer(op, op.value.dtype)
         mask = f", mask={self.name(op.mask)}" if op.mask is not None else ""
@@ -771,6 +775,7 @@ EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
     "load_address": _Emitter.op_load_address,
     "store_address": _Emitter.op_store_address,
     "atomic_address": _Emitter.op_atomic_address,
+    "tensor_address": _Emitter.op_tensor_address,
     "atomic_cas_address": _Emitter.op_atomic_cas_address,
     "for": _Emitter.op_for,
     "if": _Emitter.op_if,

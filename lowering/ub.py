@@ -184,6 +184,7 @@ UB_RULES: dict[str, Rule] = {
     "load_address": _load,
     "store_address": _store,
     "atomic_address": _load,
+    "tensor_address": _free,
     "atomic_cas_address": _load,
     "atomic": _load,
     "atomic_cas": _load,

@@ -144,6 +144,29 @@ def histogram_through_table(table, counts, data, n, BINS: tl.constexpr, BLOCK: t
 
 
 @triton.jit
+def copy_rows_as_bytes(src_ptr, dst_ptr, rows, ROW_BYTES: tl.constexpr):
+    """SGLang's KV-cache writer copies bf16 rows byte by byte: a pointer argument cast
+    to a pointer of another element size."""
+    src = tl.cast(src_ptr, tl.pointer_type(tl.uint8))
+    dst = dst_ptr.to(tl.pointer_type(tl.uint8))
+    r = tl.program_id(0)
+    offs = tl.arange(0, ROW_BYTES)
+    row = tl.load(rows + r)
+    tl.store(dst + r * ROW_BYTES + offs, tl.load(src + row * ROW_BYTES + offs))
+
+
+@triton.jit
+def scale_by_either(x_ptr, q_w, k_w, out_ptr, N: tl.constexpr):
+    """SGLang's table_qk_norm_rope picks a weight tensor per program by its address:
+    pointer arguments cast to int64, selected, cast back to a pointer."""
+    pid = tl.program_id(0)
+    is_q = pid == 0
+    w = tl.where(is_q, q_w.to(tl.int64), k_w.to(tl.int64)).to(tl.pointer_type(tl.float32))
+    offs = tl.arange(0, N)
+    tl.store(out_ptr + pid * N + offs, tl.load(x_ptr + pid * N + offs) * tl.load(w + offs))
+
+
+@triton.jit
 def sum_chunks(table, out, n_chunks, BLOCK: tl.constexpr):
     """A pointer cast from an integer, moved through a loop."""
     g = tl.program_id(0)
@@ -279,6 +302,21 @@ def test_atomics_through_a_pointer_table_count_every_lane():
                                             target="Ascend910B4").triton
 
 
+def test_pointer_arguments_cast_to_integers_and_to_other_sizes():
+    src = torch.randn(6, 8).to(torch.bfloat16)
+    dst = torch.zeros(3, 8, dtype=torch.bfloat16)
+    rows = torch.tensor([4, 0, 5], dtype=torch.int32)
+    dsl.from_triton(copy_rows_as_bytes)[(3,)](src, dst, rows, ROW_BYTES=16)
+    assert torch.equal(dst, src[[4, 0, 5]])
+    with pytest.raises(dsl.OutOfBoundsError, match="bytes from the start of tensor 'src_ptr'"):
+        dsl.from_triton(copy_rows_as_bytes)[(3,)](src, dst, rows + 1, ROW_BYTES=16)
+    assert torch.equal(dst, src[[4, 0, 5]])  # nothing written
+    x, q, k = torch.randn(2 * 8), torch.randn(8), torch.randn(8)
+    out = torch.zeros(16)
+    dsl.from_triton(scale_by_either)[(2,)](x, q, k, out, N=8)
+    torch.testing.assert_close(out, x * torch.cat([q, k]), rtol=0, atol=0)
+
+
 def test_a_pointer_moved_through_a_loop_and_pointer_arithmetic():
     xs = [torch.randn(4 * 16), torch.randn(4 * 16)]
     out = torch.zeros(32)
@@ -298,23 +336,30 @@ def test_every_backend_agrees(cpu_toolchain, toolchain):
     against the interpreter); the kernels lower to HIVM within UB. (triton-ascend
     3.2.0's CPU target fails on the KV copy's masked 2-D store in a loop, through any
     pointer, an argument's too: "failed to legalize unresolved materialization"; its
-    NPU target lowers it.)"""
+    NPU target lowers it. Its triton-adapter-opt crashes on a pointer argument cast to
+    an integer that is not cast straight back, as in ``scale_by_either``, hand-written
+    Triton too.)"""
     gather = dsl.from_triton(gather_through_table)
     scatter = dsl.from_triton(scatter_rows)
     xs = [torch.randn(37), torch.randn(50)]
-    rows, src = torch.tensor([5, 0, 3, 1], dtype=torch.int32), torch.randn(32)
+    rows, src_rows = torch.tensor([5, 0, 3, 1], dtype=torch.int32), torch.randn(32)
     runs = []
     for backend in ("interpreter", "compiled-cpu"):
         out = torch.zeros(2 * 64)
         gather.launch(addresses(*xs), out, 37, BLOCK=64, grid=(2,), backend=backend)
         targets = [torch.zeros(6, 8), torch.zeros(6, 8)]
-        scatter.launch(addresses(*targets), rows, src, L=4, S=8, grid=(2,), backend=backend)
+        scatter.launch(addresses(*targets), rows, src_rows, L=4, S=8, grid=(2,),
+                       backend=backend)
         tiles = [torch.arange(130, dtype=torch.float32).reshape(10, 13) / 7 for _ in range(2)]
         dsl.from_triton(scale_tiles).launch(addresses(*tiles), 10, 13, BR=4, BC=8, grid=(2, 3),
                                             backend=backend)
-        runs.append([out.numpy().view(np.uint32).copy()] +
-                    [t.numpy().view(np.uint32).copy() for t in targets + tiles])
-    assert runs[0][2][5].view(np.float32).tolist() == (2 * src[:8]).tolist()
+        src = torch.arange(48, dtype=torch.float32).reshape(6, 8).to(torch.bfloat16)
+        dst = torch.zeros(3, 8, dtype=torch.bfloat16)
+        dsl.from_triton(copy_rows_as_bytes).launch(src, dst, rows[:3], ROW_BYTES=16, grid=(3,),
+                                                   backend=backend)
+        runs.append([out.numpy().view(np.uint32).copy(), dst.view(torch.int16).numpy().copy()]
+                    + [t.numpy().view(np.uint32).copy() for t in targets + tiles])
+    assert runs[0][3][5].view(np.float32).tolist() == (2 * src_rows[:8]).tolist()
     for a, b in zip(*runs):
         np.testing.assert_array_equal(a, b)
     lowered = gather.lower(dsl.tensor_spec("int64"), dsl.tensor_spec("float32"), 4096,
@@ -329,6 +374,10 @@ def test_every_backend_agrees(cpu_toolchain, toolchain):
     assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
     lowered = dsl.from_triton(scale_tiles).lower(spec("int64"), 1000, 1000, BR=16, BC=64,
                                                  target="Ascend910B4")
+    assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
+    lowered = dsl.from_triton(copy_rows_as_bytes).lower(spec("bfloat16"), spec("bfloat16"),
+                                                        spec("int32"), ROW_BYTES=256,
+                                                        target="Ascend910B4")
     assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
 
 
