@@ -167,6 +167,14 @@ def scale_by_either(x_ptr, q_w, k_w, out_ptr, N: tl.constexpr):
 
 
 @triton.jit
+def from_scalar_address(addr, out, N: tl.constexpr):
+    """An address passed as a scalar argument (``x.data_ptr()``)."""
+    p = tl.cast(addr, tl.pointer_type(tl.float32))
+    offs = tl.arange(0, N)
+    tl.store(out + offs, tl.load(p + offs) + 1)
+
+
+@triton.jit
 def sum_chunks(table, out, n_chunks, BLOCK: tl.constexpr):
     """A pointer cast from an integer, moved through a loop."""
     g = tl.program_id(0)
@@ -217,6 +225,16 @@ def test_stores_through_a_pointer_table_write_the_tensors_themselves():
     dsl.from_triton(scatter_through_table)[(2,)](addresses(*xs), src, 40, BLOCK=64)
     for g, x in enumerate(xs):
         torch.testing.assert_close(x, src[g * 64:g * 64 + 40] + 1, rtol=0, atol=0)
+
+
+def test_an_address_passed_as_a_scalar_argument():
+    x, out = torch.arange(8, dtype=torch.float32), torch.zeros(8)
+    dsl.from_triton(from_scalar_address)[(1,)](x.data_ptr(), out, N=8)
+    assert out.tolist() == (x + 1).tolist()
+    held = {"a": np.arange(8, dtype=np.float32)}  # a NumPy array in a dict of a local
+    result = np.zeros(8, np.float32)
+    dsl.from_triton(from_scalar_address)[(1,)](held["a"].ctypes.data, result, N=8)
+    np.testing.assert_array_equal(result, held["a"] + 1)
 
 
 def test_numpy_arrays_held_by_the_caller_are_reachable_too():
