@@ -545,3 +545,22 @@ def test_compiled_cpu_refuses_atomics_through_addresses_naming_why(cpu_toolchain
             torch.zeros(1000, dtype=torch.int32), 1000, BINS=6, BLOCK=128, grid=(8,),
             backend="compiled-cpu")
     assert not any(h.any() for h in hists)
+
+
+@dsl.jit
+def dsl_gather_rows(table, out, n, BLOCK: dsl.constexpr):
+    """The DSL's own spelling: a logical load of an address, cast to a pointer."""
+    g = dsl.program_id(0)
+    src = dsl.load(table, g).to(dsl.pointer_type(dsl.float32))
+    offs = dsl.arange(0, BLOCK)
+    dsl.store(out, g * BLOCK + offs, dsl.load(src + offs, mask=offs < n, other=0.0))
+
+
+def test_dsl_kernels_cast_addresses_to_pointers_too():
+    xs = [np.arange(10, dtype=np.float32), np.arange(20, 30, dtype=np.float32)]
+    table = np.array([x.ctypes.data for x in xs], np.int64)
+    out = np.full(32, -1.0, np.float32)
+    dsl_gather_rows[(2,)](table, out, 10, BLOCK=16)
+    expected = np.zeros((2, 16), np.float32)
+    expected[:, :10] = xs
+    np.testing.assert_array_equal(out.reshape(2, 16), expected)
