@@ -37,7 +37,8 @@ as a ``Pointer`` keeps its argument and offset; its loads and stores are the IR'
 lane by lane against the host memory the launch can see (``dsl.host_memory``)
 and the code generator writes back as the kernel wrote it, ``address.to(
 tl.pointer_type(T)) + offset`` (triton-ascend lowers a scalar address cast so, and
-fails on a block of addresses computed first). A block pointer may have one as its
+fails on a block of addresses computed first: the code generator rebases a block of
+addresses on its smallest active one). A block pointer may have one as its
 base (``BlockPointer.origin``), and atomics through it are the IR's
 ``atomic_address``/``atomic_cas_address``.
 """

@@ -594,20 +594,44 @@ class _Emitter:
         self.emit(f"{self.define(op.result)} = tl.atomic_{op.attrs['op']}({address}, "
                   f"{self.name(op.value)}{mask}{self._memory_semantics(op)})", indent, op.loc)
 
-    def _host_pointer(self, op: Op, element: DType) -> str:
-        """The int64 addresses of a ``load_address``/``store_address`` cast back to the
-        pointer block they came from."""
-        return f"{self.name(op.require('address'))}.to(tl.pointer_type(" \
-               f"{element.triton_name})) + {self.name(op.offset)}"
+    def _host_pointer(self, op: Op, element: DType, indent: int) -> str:
+        """The pointer block of a ``load_address``/``store_address``/atomic: the int64
+        address cast back to a pointer plus the element offsets, as the kernel wrote
+        it. A block of addresses (one per lane) is rebased first on their smallest
+        active one, a scalar: triton-ascend 3.2.0 lowers a scalar address cast with
+        offsets, and fails on a block of addresses ("tensor.extract op incorrect
+        number of indices"). Lanes are aligned to the element size (the interpreter
+        checks it), so the byte distances divide evenly."""
+        address, offset = op.require("address"), self.name(op.offset)
+        pointer_type = f"tl.pointer_type({element.triton_name})"
+        if not address.shape:
+            return f"{self.name(address)}.to({pointer_type}) + {offset}"
+        # masked-off lanes count as the largest address (by maximum, not where: a
+        # where before the reduction crashes triton-adapter-opt 3.2.0); addresses are
+        # positive, so an active lane's own address is kept
+        active = self.name(address) if op.mask is None else \
+            f"tl.maximum({self.name(address)}, (1 - {self.name(op.mask)}.to(tl.int64)) * " \
+            "0x7FFFFFFFFFFFFFFF)"
+        base = active
+        for axis in reversed(range(address.rank)):
+            base = f"tl.min({base}, axis={axis})"
+        base_name, moved = self.temporary(), self.temporary()
+        self.emit(f"{base_name} = {base}", indent, op.loc)
+        step = max(1, element.itemsize)
+        moved_expr = f"({self.name(address)} - {base_name}) // {step} + {offset}"
+        if op.mask is not None:  # (masked-off lanes may hold any address: offset 0)
+            moved_expr = f"tl.where({self.name(op.mask)}, {moved_expr}, 0)"
+        self.emit(f"{moved} = {moved_expr}", indent, op.loc)
+        return f"{base_name}.to({pointer_type}) + {moved}"
 
     def op_load_address(self, op: Op, indent: int) -> None:
-        pointer = self._host_pointer(op, op.result.dtype)
+        pointer = self._host_pointer(op, op.result.dtype, indent)
         masked = f", mask={self.name(op.mask)}, other={self.name(op.other)}" \
             if op.mask is not None else ""
         self.emit(f"{self.define(op.result)} = tl.load({pointer}{masked})", indent, op.loc)
 
     def op_store_address(self, op: Op, indent: int) -> None:
-        pointer = self._host_pointer(op, op.value.dtype)
+        pointer = self._host_pointer(op, op.value.dtype, indent)
         mask = f", mask={self.name(op.mask)}" if op.mask is not None else ""
         self.emit(f"tl.store({pointer}, {self.name(op.value)}{mask})", indent, op.loc)
 
@@ -616,13 +640,13 @@ class _Emitter:
                   op.loc)
 
     def op_atomic_address(self, op: Op, indent: int) -> None:
-        pointer = self._host_pointer(op, op.value.dtype)
+        pointer = self._host_pointer(op, op.value.dtype, indent)
         mask = f", mask={self.name(op.mask)}" if op.mask is not None else ""
         self.emit(f"{self.define(op.result)} = tl.atomic_{op.attrs['op']}({pointer}, "
                   f"{self.name(op.value)}{mask}{self._memory_semantics(op)})", indent, op.loc)
 
     def op_atomic_cas_address(self, op: Op, indent: int) -> None:
-        pointer = self._host_pointer(op, op.value.dtype)
+        pointer = self._host_pointer(op, op.value.dtype, indent)
         self.emit(f"{self.define(op.result)} = tl.atomic_cas({pointer}, "
                   f"{self.name(op.require('compare'))}, {self.name(op.value)}"
                   f"{self._memory_semantics(op)})", indent, op.loc)

@@ -106,12 +106,13 @@ def grouped_matmul(a_table, b_table, c_table, sizes, lds, n_groups, n_programs,
 
 
 @triton.jit
-def rows_through_table(table, out, R: tl.constexpr, C: tl.constexpr):
-    """A block of addresses, one per row, each the start of a row of ``C``."""
+def rows_through_table(table, out, n, R: tl.constexpr, C: tl.constexpr):
+    """A block of addresses, one per row, each the start of a row of ``n`` (0 past)."""
     r = tl.arange(0, R)
     p = tl.load(table + r).to(tl.pointer_type(tl.float32))
     c = tl.arange(0, C)
-    tl.store(out + r[:, None] * C + c[None, :], tl.load(p[:, None] + c[None, :]))
+    v = tl.load(p[:, None] + c[None, :], mask=c[None, :] < n, other=0.0)
+    tl.store(out + r[:, None] * C + c[None, :], v)
 
 
 @triton.jit
@@ -285,10 +286,10 @@ def test_a_grouped_matmul_through_pointer_tables_matches_float64_and_torch():
 
 
 def test_a_block_of_addresses_one_per_row():
-    xs = [torch.randn(8) for _ in range(4)]
-    out = torch.zeros(4, 8)
-    dsl.from_triton(rows_through_table)[(1,)](addresses(*xs), out, R=4, C=8)
-    assert torch.equal(out, torch.stack(xs))
+    xs = [torch.randn(6) for _ in range(4)]
+    out = torch.ones(4, 8)
+    dsl.from_triton(rows_through_table)[(1,)](addresses(*xs), out, 6, R=4, C=8)
+    assert torch.equal(out[:, :6], torch.stack(xs)) and not out[:, 6:].any()
 
 
 def test_a_block_pointer_over_a_tensor_cast_from_an_integer():
@@ -375,9 +376,13 @@ def test_every_backend_agrees(cpu_toolchain, toolchain):
         dst = torch.zeros(3, 8, dtype=torch.bfloat16)
         dsl.from_triton(copy_rows_as_bytes).launch(src, dst, rows[:3], ROW_BYTES=16, grid=(3,),
                                                    backend=backend)
-        runs.append([out.numpy().view(np.uint32).copy(), dst.view(torch.int16).numpy().copy()]
+        per_row = torch.zeros(4, 8)  # a block of addresses, rebased on its smallest
+        dsl.from_triton(rows_through_table).launch(addresses(*tiles, *targets), per_row, 6, R=4,
+                                                   C=8, grid=(1,), backend=backend)
+        runs.append([out.numpy().view(np.uint32).copy(), dst.view(torch.int16).numpy().copy(),
+                     per_row.numpy().view(np.uint32).copy()]
                     + [t.numpy().view(np.uint32).copy() for t in targets + tiles])
-    assert runs[0][3][5].view(np.float32).tolist() == (2 * src_rows[:8]).tolist()
+    assert runs[0][4][5].view(np.float32).tolist() == (2 * src_rows[:8]).tolist()
     for a, b in zip(*runs):
         np.testing.assert_array_equal(a, b)
     lowered = gather.lower(dsl.tensor_spec("int64"), dsl.tensor_spec("float32"), 4096,
@@ -392,6 +397,10 @@ def test_every_backend_agrees(cpu_toolchain, toolchain):
     assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
     lowered = dsl.from_triton(scale_tiles).lower(spec("int64"), 1000, 1000, BR=16, BC=64,
                                                  target="Ascend910B4")
+    assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
+    lowered = dsl.from_triton(rows_through_table).lower(spec("int64"), spec("float32"), 60, R=16,
+                                                        C=64, target="Ascend910B4")
+    assert "tl.min(" in lowered.triton  # (the rebase)
     assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
     lowered = dsl.from_triton(copy_rows_as_bytes).lower(spec("bfloat16"), spec("bfloat16"),
                                                         spec("int32"), ROW_BYTES=256,
