@@ -66,7 +66,9 @@ class Lanes:
     def shifted(self, delta: np.ndarray) -> Lanes | None:
         """``self + delta`` (delta per row), or None if the sum could leave the dtype's range."""
         base = self.base + delta.astype(np.int64)
-        lo, hi = _INT_LIMITS[self.dtype]
+        # (bases are int64: an unsigned 64-bit block stays lazy only below 2**63)
+        info = np.iinfo(self.dtype)
+        lo, hi = max(int(info.min), -(2**63)), min(int(info.max), 2**63 - 1)
         if base.size and (base.min() < lo or base.max() + self.length - 1 > hi):
             return None
         return Lanes(base, self.length, self.dtype)

@@ -602,7 +602,10 @@ class _Emitter:
         offsets, and fails on a block of addresses ("tensor.extract op incorrect
         number of indices"). Lanes are aligned to the element size (the interpreter
         checks it), so the byte distances divide evenly."""
-        address, offset = op.require("address"), self.name(op.offset)
+        address = op.require("address")
+        # a constant-0 offset is never named (``op_const``): a block of zeros, or none
+        offset = self.name(op.offset) if not _is_zero(op.offset) else \
+            f"tl.zeros({_shape(op.offset.shape)}, tl.int32)" if op.offset.shape else "0"
         pointer_type = f"tl.pointer_type({element.triton_name})"
         if not address.shape:
             return f"{self.name(address)}.to({pointer_type}) + {offset}"

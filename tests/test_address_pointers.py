@@ -176,6 +176,17 @@ def from_scalar_address(addr, out, N: tl.constexpr):
 
 
 @triton.jit
+def copy_every_third(src_addr, dst_addr, n, row_stride, BLOCK: tl.constexpr):
+    """vLLM's mamba state copy: a block of byte addresses computed as integers, each
+    cast to a pointer with no offset after it."""
+    rows = tl.arange(0, BLOCK)
+    mask = rows < n
+    src = (src_addr + rows * row_stride).to(tl.pointer_type(tl.uint16))
+    dst = (dst_addr + rows * row_stride).to(tl.pointer_type(tl.uint16))
+    tl.store(dst, tl.load(src, mask=mask), mask=mask)
+
+
+@triton.jit
 def sum_chunks(table, out, n_chunks, BLOCK: tl.constexpr):
     """A pointer cast from an integer, moved through a loop."""
     g = tl.program_id(0)
@@ -376,6 +387,10 @@ def test_every_backend_agrees(cpu_toolchain, toolchain):
         dst = torch.zeros(3, 8, dtype=torch.bfloat16)
         dsl.from_triton(copy_rows_as_bytes).launch(src, dst, rows[:3], ROW_BYTES=16, grid=(3,),
                                                    backend=backend)
+        shorts, strided = torch.arange(64, dtype=torch.int16), torch.zeros(64, dtype=torch.int16)
+        dsl.from_triton(copy_every_third).launch(shorts.data_ptr(), strided.data_ptr(), 5, 6,
+                                                 BLOCK=8, grid=(1,), backend=backend)
+        assert strided[0:15:3].tolist() == list(range(0, 15, 3)) and strided.sum() == 30
         per_row = torch.zeros(4, 8)  # a block of addresses, rebased on its smallest
         dsl.from_triton(rows_through_table).launch(addresses(*tiles, *targets), per_row, 6, R=4,
                                                    C=8, grid=(1,), backend=backend)

@@ -1153,3 +1153,19 @@ def test_a_dtype_named_by_a_string_at_compile_time():
     np.testing.assert_array_equal(out, x.view(np.uint32))
     with pytest.raises(dsl.DSLCompileError, match=r"tl.dtype\('uint7'\): not an element type"):
         dsl.from_triton(bits_of)[(1,)](x, out, N=4, BITS=7)
+
+
+@triton.jit
+def offsets_from_uint64(start_ptr, out_ptr, N: tl.constexpr):
+    """vLLM's LoRA expand reads a uint64 slice start and adds an arange to it."""
+    s = tl.load(start_ptr)
+    offs = tl.arange(0, N) + s
+    tl.store(out_ptr + tl.arange(0, N), offs.to(tl.int64))
+
+
+def test_an_arange_shifted_by_an_unsigned_64_bit_scalar():
+    """The lazy ``start + arange`` form knew only int32 and int64 ranges: a uint64
+    block crashed the interpreter (KeyError: dtype('uint64'))."""
+    out = torch.zeros(8, dtype=torch.int64)
+    dsl.from_triton(offsets_from_uint64)[(1,)](torch.tensor([5], dtype=torch.uint64), out, N=8)
+    assert out.tolist() == list(range(5, 13))
