@@ -1166,6 +1166,6 @@ def offsets_from_uint64(start_ptr, out_ptr, N: tl.constexpr):
 def test_an_arange_shifted_by_an_unsigned_64_bit_scalar():
     """The lazy ``start + arange`` form knew only int32 and int64 ranges: a uint64
     block crashed the interpreter (KeyError: dtype('uint64'))."""
-    out = torch.zeros(8, dtype=torch.int64)
-    dsl.from_triton(offsets_from_uint64)[(1,)](torch.tensor([5], dtype=torch.uint64), out, N=8)
+    out = np.zeros(8, np.int64)
+    dsl.from_triton(offsets_from_uint64)[(1,)](np.array([5], np.uint64), out, N=8)
     assert out.tolist() == list(range(5, 13))
