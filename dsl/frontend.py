@@ -1351,7 +1351,19 @@ class _Visitor:
         return sem.unary(self.b, "neg" if isinstance(node.op, ast.USub) else "invert", x)
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Any:
-        values = [self.expr(v) for v in node.values]
+        values = []
+        for operand in node.values:
+            value = self.expr(operand)
+            if not values and not _is_value(value) and not ptrs.is_pointer(value):
+                # a leading constexpr decides as in Python (and in Triton, whose
+                # constexpr and/or short-circuits): ``if HAS_INIT and (v != 0)`` with
+                # HAS_INIT false is a constexpr false, its branch never compiled
+                if bool(value) != isinstance(node.op, ast.And):
+                    return value
+                continue
+            values.append(value)
+        if not values:
+            return value  # (every operand a constexpr that did not decide: the last)
         if any(_is_value(v) for v in values) and self.src.triton:
             # Triton's frontend reads and/or of tensors as logical_and/logical_or
             name = "and" if isinstance(node.op, ast.And) else "or"

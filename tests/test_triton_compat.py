@@ -1169,3 +1169,25 @@ def test_an_arange_shifted_by_an_unsigned_64_bit_scalar():
     out = np.zeros(8, np.int64)
     dsl.from_triton(offsets_from_uint64)[(1,)](np.array([5], np.uint64), out, N=8)
     assert out.tolist() == list(range(5, 13))
+
+
+@triton.jit
+def doubled_or_shifted(x_ptr, init_ptr, out_ptr, HAS_INIT: tl.constexpr):
+    """vLLM's ssd_chunk_scan: ``if HAS_INITSTATES and (...)`` with a None pointer."""
+    v = tl.load(x_ptr)
+    if HAS_INIT and (v != 0):  # noqa: SIM108 (the statement form is the case)
+        p = init_ptr + 1
+    else:
+        p = x_ptr
+    tl.store(out_ptr, tl.load(p) * 2)
+
+
+def test_a_constexpr_false_and_a_runtime_condition_is_a_constexpr_false():
+    """A leading constexpr decides ``and``/``or`` as in Python and Triton; the runtime
+    condition made the branch through the None pointer compile, and it was refused."""
+    out = np.zeros(1, np.float32)
+    dsl.from_triton(doubled_or_shifted)[(1,)](np.float32([3.0]), None, out, HAS_INIT=False)
+    assert out.tolist() == [6.0]
+    init = np.float32([0.0, 5.0])
+    dsl.from_triton(doubled_or_shifted)[(1,)](np.float32([3.0]), init, out, HAS_INIT=True)
+    assert out.tolist() == [10.0]
