@@ -554,6 +554,13 @@ class _Emitter:
             self.scan_copies[op.result.uid] = copy
 
     def _load_expression(self, op: Op, volatile: bool = False) -> str:
+        """The load, as int1 for a bool tensor: triton-ascend 3.2.0 loads ``*i1`` as
+        int8, which an ``if`` merging it with a Python bool refused (vLLM's
+        causal_conv1d: "Mismatched type ... (int8) and else block (int1)")."""
+        expr = self._plain_load_expression(op, volatile)
+        return f"({expr}) != 0" if op.result.dtype.is_bool else expr
+
+    def _plain_load_expression(self, op: Op, volatile: bool = False) -> str:
         address, uniform = self._address(op)
         shape = _shape(op.result.shape)
         mask, other = op.mask, op.other
@@ -631,7 +638,10 @@ class _Emitter:
         pointer = self._host_pointer(op, op.result.dtype, indent)
         masked = f", mask={self.name(op.mask)}, other={self.name(op.other)}" \
             if op.mask is not None else ""
-        self.emit(f"{self.define(op.result)} = tl.load({pointer}{masked})", indent, op.loc)
+        expr = f"tl.load({pointer}{masked})"
+        if op.result.dtype.is_bool:  # (loaded as int8: see ``_load_expression``)
+            expr = f"({expr}) != 0"
+        self.emit(f"{self.define(op.result)} = {expr}", indent, op.loc)
 
     def op_store_address(self, op: Op, indent: int) -> None:
         pointer = self._host_pointer(op, op.value.dtype, indent)

@@ -1191,3 +1191,31 @@ def test_a_constexpr_false_and_a_runtime_condition_is_a_constexpr_false():
     init = np.float32([0.0, 5.0])
     dsl.from_triton(doubled_or_shifted)[(1,)](np.float32([3.0]), init, out, HAS_INIT=True)
     assert out.tolist() == [10.0]
+
+
+@triton.jit
+def doubled_where_flagged(flag_ptr, x_ptr, out_ptr, N: tl.constexpr):
+    """vLLM's causal_conv1d: a flag loaded from a bool tensor in one branch of an
+    ``if``, a Python bool in the other."""
+    pid = tl.program_id(0)
+    if pid == 0:  # noqa: SIM108 (the statement form is the case)
+        flag = tl.load(flag_ptr + pid).to(tl.int1)
+    else:
+        flag = True
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    if flag:
+        x = x * 2
+    tl.store(out_ptr + pid * N + offs, x)
+
+
+def test_a_bool_load_merged_with_a_python_bool(cpu_toolchain):
+    """The generated Triton loaded the bool tensor as triton-ascend does, as int8, and
+    its ``if`` refused to merge that with an int1: compiled-CPU mode failed."""
+    flag, x = np.array([False, True]), np.arange(4, dtype=np.float32)
+    expected = [0.0, 1.0, 2.0, 3.0, 0.0, 2.0, 4.0, 6.0]
+    for backend in ("interpreter", "compiled-cpu"):
+        out = np.zeros(8, np.float32)
+        dsl.from_triton(doubled_where_flagged).launch(flag, x, out, N=4, grid=(2,),
+                                                      backend=backend)
+        assert out.tolist() == expected, backend
