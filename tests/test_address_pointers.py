@@ -588,3 +588,28 @@ def test_dsl_kernels_cast_addresses_to_pointers_too():
     expected = np.zeros((2, 16), np.float32)
     expected[:, :10] = xs
     np.testing.assert_array_equal(out.reshape(2, 16), expected)
+
+
+def test_triton_s_own_interpreter_agrees(tmp_path):
+    """The second oracle: the same kernels on the same inputs under Triton's own
+    interpreter write the same bits (each interpreter in its own process)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    runner = Path(__file__).parent / "address_pointers_runner.py"
+    saved = {}
+    for switch in ("TRITON_INTERPRET", "DSL_TRITON_INTERPRET"):
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("TRITON_INTERPRET", "DSL_TRITON_INTERPRET")}
+        env[switch] = "1"
+        path = tmp_path / f"{switch}.npz"
+        done = subprocess.run([sys.executable, str(runner), str(path)], env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        saved[switch] = np.load(path)
+    theirs, ours = saved["TRITON_INTERPRET"], saved["DSL_TRITON_INTERPRET"]
+    assert sorted(theirs.files) == sorted(ours.files) and len(ours.files) == 7
+    for name in ours.files:
+        assert theirs[name].tobytes() == ours[name].tobytes(), name
