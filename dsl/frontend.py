@@ -885,6 +885,12 @@ class _Visitor:
         if type(a) is tuple and type(b) is tuple and len(a) == len(b):
             pairs = [self._unify_pointers(node, blocks, x, y) for x, y in zip(a, b)]
             return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+        if isinstance(a, BlockPointer) and isinstance(b, BlockPointer) and \
+                a.block_shape == b.block_shape and a.order == b.order:
+            # block pointers over different arguments: their origins become a choice
+            origins = self._unify_pointers(node, blocks, a.origin, b.origin)
+            return (dataclasses.replace(a, origin=origins[0]),
+                    dataclasses.replace(b, origin=origins[1]))
         if not (ptrs.is_pointer(a) and ptrs.is_pointer(b)):
             return a, b
         self.at(node)
@@ -1829,6 +1835,9 @@ def _load(v: _Visitor, node: ast.AST, pointer: Any, index: Any, mask: Any, other
         addr, m, fill = ptrs.block_access(v.b, pointer, boundary_check, padding_option)
         if isinstance(addr, AddressPointer):  # (a parent tensor cast from an integer)
             return sem.load_address(v.b, addr.address, addr.offset, addr.element, m, fill)
+        if isinstance(addr, PointerChoice):  # (parent tensors an ``if`` chose between)
+            return ptrs.through_choice(v.b, addr, m, lambda at, narrowed: sem.load(
+                v.b, at, None, narrowed, fill))
         return sem.load(v.b, addr, None, m, fill)
     _no_boundary_check(v, node, "load", boundary_check)
     if _pointer_form(v, pointer, index):
@@ -1905,6 +1914,9 @@ def _store(v: _Visitor, node: ast.AST, pointer: Any, index: Any, value: Any, mas
         stored = index if value is None else value
         if isinstance(addr, AddressPointer):
             return sem.store_address(v.b, addr.address, addr.offset, addr.element, stored, m)
+        if isinstance(addr, PointerChoice):
+            return ptrs.through_choice(v.b, addr, m, lambda at, narrowed: sem.store(
+                v.b, at, None, stored, narrowed))
         return sem.store(v.b, addr, None, stored, m)
     _no_boundary_check(v, node, "store", boundary_check)
     if _pointer_form(v, pointer, index):

@@ -200,10 +200,10 @@ def as_pointer(b: Builder, x: Pointer | ViewArg) -> Pointer:
 
 def views_of(p: Any) -> tuple[ViewArg, ...]:
     """The arguments a pointer (or a block pointer) may point into."""
-    if isinstance(p, PointerChoice):
-        return p.views
     if isinstance(p, BlockPointer):
         p = p.origin
+    if isinstance(p, PointerChoice):
+        return p.views
     if isinstance(p, AddressPointer):
         return ()
     return (p if isinstance(p, ViewArg) else p.view,)
@@ -470,8 +470,9 @@ def _mul(b: Builder, x: Operand, y: Operand) -> Operand:
 class BlockPointer:
     """``make_block_ptr``'s description of one block of a strided parent tensor."""
 
-    # the parent tensor's first element: in an argument, or cast from an integer
-    origin: Pointer | AddressPointer
+    # the parent tensor's first element: in an argument, in one of several (a runtime
+    # ``if`` bound it to different arguments), or cast from an integer
+    origin: Pointer | PointerChoice | AddressPointer
     shape: tuple[Operand, ...]
     strides: tuple[Operand, ...]
     offsets: tuple[Operand, ...]
@@ -541,10 +542,10 @@ def make_block_ptr(b: Builder, base: Pointer | ViewArg, shape: Any, strides: Any
                    offsets: Any, block_shape: Any, order: Any) -> BlockPointer:
     """A block pointer: ``block_shape`` elements of the parent tensor of ``shape`` and
     ``strides`` at base, starting at ``offsets``."""
-    if not isinstance(base, (Pointer, ViewArg, AddressPointer)) or (
-            isinstance(base, (Pointer, AddressPointer)) and base.shape):
+    if not isinstance(base, (Pointer, ViewArg, AddressPointer, PointerChoice)) or (
+            isinstance(base, (Pointer, AddressPointer, PointerChoice)) and base.shape):
         raise b.error("make_block_ptr() base must be a tensor argument or a scalar pointer")
-    if not isinstance(base, AddressPointer):
+    if isinstance(base, (Pointer, ViewArg)):
         _uncast(b, base, "a block pointer")
     blocks = as_tuple(block_shape)
     if not blocks or any(isinstance(n, bool) or not isinstance(n, int) or n <= 0
@@ -556,7 +557,7 @@ def make_block_ptr(b: Builder, base: Pointer | ViewArg, shape: Any, strides: Any
     if sorted(orders) != list(range(rank)):
         raise b.error(f"make_block_ptr() order must be a permutation of 0..{rank - 1}, "
                       f"got {orders!r}")
-    origin = base if isinstance(base, AddressPointer) else as_pointer(b, base)
+    origin = base if isinstance(base, (AddressPointer, PointerChoice)) else as_pointer(b, base)
     return BlockPointer(origin, _operands(b, shape, "shape", rank),
                         _operands(b, strides, "strides", rank),
                         _operands(b, offsets, "offsets", rank), blocks, orders)
@@ -586,10 +587,12 @@ def _check_dims(b: Builder, dims: Any, rank: int, what: str) -> tuple[int, ...]:
 
 
 def block_access(b: Builder, bp: BlockPointer, boundary_check: Any, padding_option: Any
-                 ) -> tuple[Address | AddressPointer, Value | None, Operand | None]:
+                 ) -> tuple[Address | AddressPointer | PointerChoice, Value | None,
+                            Operand | None]:
     """The address of every element of the block (a pointer block when the parent
-    tensor's base was cast from an integer), the boundary mask of the checked
-    dimensions (None when none are) and the fill of masked-off lanes."""
+    tensor's base was cast from an integer or is a choice among arguments), the
+    boundary mask of the checked dimensions (None when none are) and the fill of
+    masked-off lanes."""
     rank = len(bp.block_shape)
     checked = _check_dims(b, boundary_check or (), rank, "boundary_check")
     offset: Value = bp.origin.offset
@@ -617,6 +620,6 @@ def block_access(b: Builder, bp: BlockPointer, boundary_check: Any, padding_opti
         fill = float("nan") if mask is not None else None
     else:
         raise b.error(f"padding_option must be '', 'zero' or 'nan', got {padding_option!r}")
-    if isinstance(bp.origin, AddressPointer):
+    if isinstance(bp.origin, (AddressPointer, PointerChoice)):
         return dataclasses.replace(bp.origin, offset=offset), mask, fill
     return address(b, Pointer(bp.view, offset)), mask, fill

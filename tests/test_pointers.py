@@ -685,3 +685,42 @@ def test_rows_scattered_to_distinct_places_store_as_runs_and_a_shared_row_is_a_r
     monkeypatch.undo()  # the race check lists the lanes of a race it found
     with pytest.raises(dsl.DataRaceError, match="out_ptr"):
         scatter_row_loop[(30,)](src, dest, np.zeros((40, 21), np.float32), 30, 21, BLOCK=32)
+
+
+@dsl.jit
+def stack_tiles(out_ptr, a_ptr, b_ptr, rows, cols, BR: dsl.constexpr, BC: dsl.constexpr):
+    """Program 0 copies a's tiles, program 1 b's, through one block pointer a runtime
+    ``if`` bound to either argument (walked by ``advance``, ragged under
+    ``boundary_check``)."""
+    which = dsl.program_id(0)
+    if which == 0:
+        src = dsl.make_block_ptr(a_ptr, (rows, cols), (cols, 1), (0, 0), (BR, BC), (1, 0))
+    else:
+        src = dsl.make_block_ptr(b_ptr, (rows, cols), (cols, 1), (0, 0), (BR, BC), (1, 0))
+    dst = dsl.make_block_ptr(out_ptr + which * rows * cols, (rows, cols), (cols, 1), (0, 0),
+                             (BR, BC), (1, 0))
+    for _ in range(0, dsl.cdiv(rows, BR)):
+        dsl.store(dst, dsl.load(src, boundary_check=(0, 1)), boundary_check=(0, 1))
+        src = dsl.advance(src, (BR, 0))
+        dst = dsl.advance(dst, (BR, 0))
+
+
+def test_block_pointers_a_runtime_if_bound_to_different_arguments():
+    """Refused before ("a block pointer into 'a_ptr' and a block pointer into 'b_ptr'"):
+    the origins become a choice, each load and store one masked access per argument."""
+    a = np.random.rand(7, 5).astype(np.float32)
+    b = np.random.rand(7, 5).astype(np.float32) + 10
+    out = np.zeros((14, 5), np.float32)
+    stack_tiles[(2,)](out, a, b, 7, 5, BR=4, BC=8)
+    np.testing.assert_array_equal(out, np.concatenate([a, b]))
+    differential(stack_tiles, (np.zeros((14, 5), np.float32), a, b, 7, 5), {"BR": 4, "BC": 8},
+                 grid=(2,))
+    with pytest.raises(dsl.OutOfBoundsError, match="'b_ptr'"):
+        stack_tiles[(2,)](out, a, b[:6].copy(), 7, 5, BR=4, BC=8)  # a row past b's end
+
+
+def test_chosen_block_pointers_lower_to_hivm_within_ub(toolchain):
+    f32 = dsl.tensor_spec("float32")
+    lowered = stack_tiles.lower(f32, f32, f32, 1024, 1024, target="Ascend910B4", BR=16,
+                                BC=128)
+    assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
