@@ -192,9 +192,9 @@ def as_pointer(b: Builder, x: Pointer | ViewArg) -> Pointer:
                       "index_select)")
     if isinstance(x, PointerChoice):
         raise b.error(f"a pointer that a runtime 'if' bound to different arguments "
-                      f"({x.names}) supports + and - of offsets, load, store, atomics and "
-                      "where() on a scalar condition (not comparisons, a block-shaped "
-                      "where(), block pointers, casts or atomic_cas)")
+                      f"({x.names}) supports + and - of offsets, load, store, atomics, "
+                      "block pointers and where() on a scalar condition (not comparisons, "
+                      "a block-shaped where(), casts or atomic_cas)")
     return Pointer(x, sem.constant(b, 0, dt.int32))
 
 

@@ -724,3 +724,24 @@ def test_chosen_block_pointers_lower_to_hivm_within_ub(toolchain):
     lowered = stack_tiles.lower(f32, f32, f32, 1024, 1024, target="Ascend910B4", BR=16,
                                 BC=128)
     assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
+
+
+@dsl.jit
+def tile_of_either(out_ptr, a_ptr, b_ptr, flag, rows, cols, BR: dsl.constexpr,
+                   BC: dsl.constexpr):
+    """A block pointer made on a pointer a scalar where() chose."""
+    bp = dsl.make_block_ptr(dsl.where(flag > 0, a_ptr, b_ptr), (rows, cols), (cols, 1),
+                            (0, 0), (BR, BC), (1, 0))
+    r = dsl.arange(0, BR)[:, None]
+    c = dsl.arange(0, BC)[None, :]
+    dsl.store(out_ptr + r * BC + c, dsl.load(bp, boundary_check=(0, 1)))
+
+
+def test_a_block_pointer_on_a_chosen_pointer():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for flag, source in ((1, a), (0, a + 10)):
+        out = np.full((4, 4), -1.0, np.float32)
+        tile_of_either[(1,)](out, a, a + 10, flag, 2, 3, BR=4, BC=4)
+        expected = np.zeros((4, 4), np.float32)
+        expected[:2, :3] = source
+        np.testing.assert_array_equal(out, expected)
