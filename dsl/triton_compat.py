@@ -393,7 +393,8 @@ def _on_cpu(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 
 
 class LaunchedKernel:
-    """What ``kernel[grid](...)`` returns under ``DSL_TRITON_INTERPRET=1``, as Triton's
+    """What ``kernel[grid](...)`` (and ``kernel.warmup(...)``, which compiles and checks
+    the launch and runs nothing) returns under ``DSL_TRITON_INTERPRET=1``, as Triton's
     launcher returns the kernel it compiled: ``name``, ``signature`` and ``constants``
     (Triton's, from the launch's arguments) and ``asm``, whose ``"ttir"`` (Triton IR)
     and ``"ttadapter"`` (its Linalg conversion) compile the user's kernel with the
@@ -466,6 +467,10 @@ class LaunchedKernel:
 
         return relaunch
 
+    def _init_handles(self) -> None:
+        """Triton loads the binary onto the device here (lightllm calls it after
+        ``warmup``); off the device there is nothing to load."""
+
     def __repr__(self) -> str:
         return f"<launched Triton kernel {self.name} (ran in ascend-dsl's interpreter)>"
 
@@ -492,11 +497,12 @@ def _patched_run(original: Callable[..., Any]) -> Callable[..., Any]:
     def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False, **kwargs: Any) -> Any:
         if not _on_cpu(args, kwargs):
             return original(self, *args, grid=grid, warmup=warmup, **kwargs)
-        if warmup:
-            return None
         kernel = from_triton(self)
         try:
-            kernel[grid if grid is not None else (1,)](*args, **kwargs)
+            if not warmup:
+                kernel[grid if grid is not None else (1,)](*args, **kwargs)
+            elif not kernel.configs:  # warmup compiles and checks, runs nothing
+                kernel.prepare(args, kwargs, grid if grid is not None else (1,))
         except DSLCompileError as err:
             if type(err) is not DSLCompileError:  # a launch error stays a TypeError
                 raise

@@ -1219,3 +1219,18 @@ def test_a_bool_load_merged_with_a_python_bool(cpu_toolchain):
         dsl.from_triton(doubled_where_flagged).launch(flag, x, out, N=4, grid=(2,),
                                                       backend=backend)
         assert out.tolist() == expected, backend
+
+
+def test_warmup_compiles_runs_nothing_and_returns_a_launchable_kernel():
+    """``kernel.warmup(...)`` returned None here (Triton returns the compiled kernel):
+    lightllm's flash-decoding VSM then called ``_init_handles()`` on None, and unsloth's
+    int4 launcher ``compiled[grid](*args)`` fell back only by catching the TypeError."""
+    x, y = np.arange(8, dtype=np.float32), np.ones(8, np.float32)
+    out = np.zeros(8, np.float32)
+    compiled = add_kernel.warmup(x, y, out, 8, BLOCK_SIZE=8, grid=(1,))
+    assert not out.any()  # nothing ran
+    compiled._init_handles()
+    compiled[(1,)](x, y, out, 8)  # its constexprs are the warmup's
+    np.testing.assert_array_equal(out, x + 1)
+    with pytest.raises(triton.compiler.errors.CompilationError, match="uint7"):
+        bits_of.warmup(x, np.zeros(8, np.uint32), N=8, BITS=7, grid=(1,))
