@@ -796,6 +796,24 @@ def div_rn(x: Any, y: Any) -> Any:
 
 
 @builtin
+def mul_rn(x: Any, y: Any) -> Any:
+    """Elementwise x * y rounded to nearest (libdevice's; like ``*``: unsloth's NF4)."""
+    raise _outside("mul_rn")
+
+
+@builtin
+def add_rn(x: Any, y: Any) -> Any:
+    """Elementwise x + y rounded to nearest (libdevice's; like ``+``)."""
+    raise _outside("add_rn")
+
+
+@builtin
+def sub_rn(x: Any, y: Any) -> Any:
+    """Elementwise x - y rounded to nearest (libdevice's; like ``-``)."""
+    raise _outside("sub_rn")
+
+
+@builtin
 def fdiv(x: Any, y: Any, ieee_rounding: bool = False) -> Any:
     """Elementwise x / y. Triton allows a faster, approximate division here; the
     interpreter and compiled-CPU mode divide exactly."""

@@ -429,6 +429,26 @@ def test_pow_fma_division_and_clamp_compiled_cpu_bit_exact(cpu_toolchain):
 
 
 @dsl.jit
+def rounded_to_nearest(x, y, out, n, BLOCK: dsl.constexpr):
+    """libdevice's ``mul_rn``, ``add_rn`` and ``sub_rn`` (unsloth's NF4 dequantize)."""
+    i = dsl.arange(0, BLOCK)
+    m = i < n
+    a, b = dsl.load(x, i, m), dsl.load(y, i, m)
+    dsl.store(out, i, dsl.sub_rn(dsl.add_rn(dsl.mul_rn(a, b), a), b), m)
+
+
+def test_rounded_to_nearest_arithmetic(cpu_toolchain):
+    rng = np.random.default_rng(9)
+    for dtype in (np.float32, np.float16):
+        x, y = (rng.standard_normal(N).astype(dtype) for _ in range(2))
+        out = np.zeros(N, dtype)
+        run(rounded_to_nearest, (x, y, out, N), {"BLOCK": BLOCK})
+        np.testing.assert_array_equal(out, x * y + x - y)
+        differential(rounded_to_nearest, (x, y, np.zeros(N, dtype), N), {"BLOCK": BLOCK},
+                     grid=(1,))
+
+
+@dsl.jit
 def integer_math(x, y, hi, up, n, BLOCK: dsl.constexpr):
     i = dsl.arange(0, BLOCK)
     m = i < n
