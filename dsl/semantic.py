@@ -711,26 +711,46 @@ def address(b: Builder, target: Target, index: Operand | None) -> Address:
     return Address(target, idx, derive_offset(b, target, idx))
 
 
+def _mask_and_fill(b: Builder, mask: Operand | None, other: Operand | None, dtype: DType,
+                   shape: tuple[int, ...]) -> list[Value]:
+    """A load's optional ``[mask, other]`` operands for an access of ``shape`` reading
+    ``dtype``: none without a mask (``other`` then is an error), else the mask and the
+    fill of masked-off lanes (default 0), both broadcast to ``shape``."""
+    m = _mask_value(b, mask, shape)
+    if m is None:
+        if other is not None and mask is not True:  # (an all-true mask leaves no lane)
+            raise b.error("load() got other= without mask=")
+        return []
+    if b.triton_rules and isinstance(other, int) and not isinstance(other, bool) and \
+            dtype.is_int and not dtype.is_bool and not _fits(other, dtype):
+        # Triton types the literal (int32, ...) and casts it to the element type,
+        # which wraps: other=-1 fills uint8 lanes with 255
+        other = _wrapped(other, dtype)
+    fill = as_value(b, 0 if other is None else other, dtype)
+    _same_rank(b, "other=", fill, shape)
+    return [m, broadcast_to(b, fill, shape)]
+
+
+def _stored_value(b: Builder, value: Operand, dtype: DType, shape: tuple[int, ...],
+                  what: str) -> Value:
+    """A store's ``value`` converted to ``dtype`` (rule 9) and broadcast to the access
+    ``shape`` (``what``: the index's or the pointer's, for the error)."""
+    val = as_value(b, value, dtype)
+    _same_rank(b, "a stored value", val, shape)
+    if broadcast_shapes(b, val.shape, shape, "store") != shape:
+        raise b.error(f"stored value of shape {list(val.shape)} does not fit {what} shape "
+                      f"{list(shape)}")
+    return broadcast_to(b, val, shape)
+
+
 def load(b: Builder, target: Target, index: Operand | None, mask: Operand | None,
          other: Operand | None) -> Value:
     """Load at an address (a view and a logical ``index``, or a pointer);
     masked-off lanes give ``other`` (default 0)."""
     addr = address(b, target, index)
     view, shape = addr.view, addr.index.shape
-    operands = [view.value, addr.index, addr.offset]
-    m = _mask_value(b, mask, shape)
-    if m is not None:
-        operands.append(m)
-        if b.triton_rules and isinstance(other, int) and not isinstance(other, bool) and \
-                view.dtype.is_int and not view.dtype.is_bool and not _fits(other, view.dtype):
-            # Triton types the literal (int32, ...) and casts it to the element type,
-            # which wraps: other=-1 fills uint8 lanes with 255
-            other = _wrapped(other, view.dtype)
-        fill = as_value(b, 0 if other is None else other, view.dtype)
-        _same_rank(b, "other=", fill, shape)
-        operands.append(broadcast_to(b, fill, shape))
-    elif other is not None and mask is not True:  # (an all-true mask leaves no lane to fill)
-        raise b.error("load() got other= without mask=")
+    operands = [view.value, addr.index, addr.offset] + \
+        _mask_and_fill(b, mask, other, view.dtype, shape)
     return b.emit("load", operands, [Type(view.dtype, shape)], attrs=addr.attrs).result
 
 
@@ -739,12 +759,7 @@ def store(b: Builder, target: Target, index: Operand | None, value: Operand,
     """Store ``value`` (converted to the view's dtype, rule 9) at an address."""
     addr = address(b, target, index)
     view, shape = addr.view, addr.index.shape
-    val = as_value(b, value, view.dtype)
-    _same_rank(b, "a stored value", val, shape)
-    if broadcast_shapes(b, val.shape, shape, "store") != shape:
-        raise b.error(f"stored value of shape {list(val.shape)} does not fit index shape "
-                      f"{list(shape)}")
-    val = broadcast_to(b, val, shape)
+    val = _stored_value(b, value, view.dtype, shape, "index")
     m = _mask_value(b, mask, shape)
     operands = [view.value, addr.index, addr.offset, val] + ([m] if m is not None else [])
     b.emit("store", operands, [], attrs=addr.attrs)
@@ -765,17 +780,8 @@ def load_address(b: Builder, address: Value, offset: Value, element: DType,
     cast from an integer, ``dsl.pointers.AddressPointer``); masked-off lanes give
     ``other`` (default 0)."""
     shape = broadcast_shapes(b, address.shape, offset.shape, "load")
-    operands = _address_operands(b, address, offset, shape)
-    m = _mask_value(b, mask, shape)
-    if m is not None:
-        if b.triton_rules and isinstance(other, int) and not isinstance(other, bool) and \
-                element.is_int and not element.is_bool and not _fits(other, element):
-            other = _wrapped(other, element)  # (as ``load`` does)
-        fill = as_value(b, 0 if other is None else other, element)
-        _same_rank(b, "other=", fill, shape)
-        operands += [m, broadcast_to(b, fill, shape)]
-    elif other is not None and mask is not True:
-        raise b.error("load() got other= without mask=")
+    operands = _address_operands(b, address, offset, shape) + \
+        _mask_and_fill(b, mask, other, element, shape)
     return b.emit("load_address", operands, [Type(element, shape)]).result
 
 
@@ -784,12 +790,7 @@ def store_address(b: Builder, address: Value, offset: Value, element: DType, val
     """Store ``value`` (converted to ``element``) ``offset`` elements past int64 byte
     addresses."""
     shape = broadcast_shapes(b, address.shape, offset.shape, "store")
-    val = as_value(b, value, element)
-    _same_rank(b, "a stored value", val, shape)
-    if broadcast_shapes(b, val.shape, shape, "store") != shape:
-        raise b.error(f"stored value of shape {list(val.shape)} does not fit pointer shape "
-                      f"{list(shape)}")
-    val = broadcast_to(b, val, shape)
+    val = _stored_value(b, value, element, shape, "pointer")
     m = _mask_value(b, mask, shape)
     b.emit("store_address", _address_operands(b, address, offset, shape) + [val] +
            ([m] if m is not None else []), [])

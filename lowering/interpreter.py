@@ -49,7 +49,7 @@ import numpy as np
 from dsl import inline_asm as asm_eval
 from dsl import philox
 from dsl.errors import DataRaceError, DeviceAssertionError, DSLRuntimeError
-from dsl.host_memory import HostMemory, resolve
+from dsl.host_memory import AddressAccess, HostMemory, resolve
 from dsl.ir import Block, Function, Op, Value, walk_block
 from dsl.numerics import (
     apply_atomics,
@@ -1056,21 +1056,29 @@ class Interpreter:
         base = base.reshape(base.shape[:1] + (1,) * (len(shape) - base.ndim) + base.shape[1:])
         return base, np.broadcast_to(base + offset * np.int64(itemsize), shape)
 
-    def op_load_address(self, op: Op, frame: Frame) -> None:
-        """A load through a pointer cast from an integer (``dsl.host_memory``)."""
-        shape = (frame.size,) + op.result.shape
-        dtype = op.result.dtype
-        element = np.dtype(np.uint8) if dtype.is_bool else dtype.np  # (Triton's i1 is a byte)
+    def _resolved(self, op: Op, frame: Frame, dtype: Any, what: str
+                  ) -> tuple[AddressAccess, np.ndarray, np.ndarray | None, np.dtype]:
+        """Every active lane of an access at integer addresses checked and grouped by
+        region (``dsl.host_memory.resolve``): the access, the lanes' addresses and mask
+        (rows first) and the NumPy element type (a byte for Triton's int1)."""
+        shape = (frame.size,) + op.require("offset").shape
+        element = np.dtype(np.uint8) if dtype.is_bool else dtype.np
         bases, addresses = self._addresses(op, frame, shape, element.itemsize)
         mask = None if op.mask is None else \
             np.broadcast_to(materialize(frame.get(op.mask)), shape)
-        access = resolve(self._memory(), bases, addresses, mask, element, "load",
+        access = resolve(self._memory(), bases, addresses, mask, element, what,
                          self.fn.name, op.loc, frame.pid)
+        return access, addresses, mask, element
+
+    def op_load_address(self, op: Op, frame: Frame) -> None:
+        """A load through a pointer cast from an integer (``dsl.host_memory``)."""
+        dtype = op.result.dtype
+        access, addresses, _, element = self._resolved(op, frame, dtype, "load")
         if op.other is not None:
-            out = np.array(np.broadcast_to(materialize(frame.get(op.other)), shape),
+            out = np.array(np.broadcast_to(materialize(frame.get(op.other)), addresses.shape),
                            dtype=element)
         else:
-            out = np.zeros(shape, element)
+            out = np.zeros(addresses.shape, element)
         flat = out.reshape(-1)
         for _, typed, lanes, elements in access.groups:
             flat[lanes] = typed[elements]
@@ -1080,17 +1088,10 @@ class Interpreter:
         """A store through a pointer cast from an integer: every lane checked first,
         then written through the journal (undo mode: such a launch is never
         independent), so a failing launch writes nothing."""
-        shape = (frame.size,) + op.value.shape
-        dtype = op.value.dtype
-        element = np.dtype(np.uint8) if dtype.is_bool else dtype.np
-        bases, addresses = self._addresses(op, frame, shape, element.itemsize)
-        mask = None if op.mask is None else \
-            np.broadcast_to(materialize(frame.get(op.mask)), shape)
-        access = resolve(self._memory(), bases, addresses, mask, element, "store",
-                         self.fn.name, op.loc, frame.pid)
+        access, addresses, mask, element = self._resolved(op, frame, op.value.dtype, "store")
         if self.race_check:
             _check_address_race(op, self.fn.name, addresses, mask, frame.pid)
-        values = np.broadcast_to(materialize(frame.get(op.value)), shape).reshape(-1)
+        values = np.broadcast_to(materialize(frame.get(op.value)), addresses.shape).reshape(-1)
         for _, typed, lanes, elements in access.groups:
             self.journal.write_elements(typed, elements, values[lanes].astype(element))
 
@@ -1098,13 +1099,8 @@ class Interpreter:
         """Atomics through a pointer cast from an integer: every lane checked first, then
         applied as ``_atomic`` applies them, one region at a time (lanes at one address
         are in one region, in lane order)."""
-        shape = (frame.size,) + op.value.shape
-        element = op.value.dtype.np
-        bases, addresses = self._addresses(op, frame, shape, element.itemsize)
-        mask = None if op.mask is None else \
-            np.broadcast_to(materialize(frame.get(op.mask)), shape)
-        access = resolve(self._memory(), bases, addresses, mask, element, "atomic",
-                         self.fn.name, op.loc, frame.pid)
+        access, addresses, _, element = self._resolved(op, frame, op.value.dtype, "atomic")
+        shape = addresses.shape
         values = np.broadcast_to(materialize(frame.get(op.value)), shape).reshape(-1)
         cmp = None if compare is None else \
             np.broadcast_to(materialize(frame.get(compare)), shape).reshape(-1)
