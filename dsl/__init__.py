@@ -7,6 +7,10 @@ arrays or CPU torch tensors through the vectorized NumPy interpreter.
 from dsl.dtypes import (
     DType,
     bfloat16,
+    float8e4b8,
+    float8e4nv,
+    float8e5,
+    float8e5b16,
     float16,
     float32,
     float64,
@@ -187,7 +191,8 @@ from dsl.triton_compat import from_triton
 from dsl.views import TensorView, as_view, broadcast_to
 
 __all__ = [
-    "DType", "bfloat16", "float16", "float32", "float64", "int1", "int8", "int16", "int32",
+    "DType", "bfloat16", "float16", "float32", "float64", "float8e4nv", "float8e5",
+    "float8e4b8", "float8e5b16", "int1", "int8", "int16", "int32",
     "int64", "uint8", "uint16", "uint32", "uint64",
     "ArgumentOverflowError", "DSLCompileError", "DSLError", "DSLLaunchError", "DSLRuntimeError",
     "OutOfBoundsError",

@@ -1,8 +1,15 @@
 """Scalar element types of the DSL.
 
 Owns the closed set of dtypes a kernel can name (``dsl.float32`` ...), their NumPy
-storage types (bf16 through ``ml_dtypes``) and their Triton spellings. Promotion
-rules live in ``dsl.semantic`` and nowhere else.
+storage types (bf16 and the four fp8 formats through ``ml_dtypes``) and their Triton
+spellings. Promotion rules live in ``dsl.semantic`` and nowhere else.
+
+The fp8 formats are Triton's: ``float8e4nv`` (e4m3, no infinities: torch's
+``float8_e4m3fn``), ``float8e5`` (e5m2, IEEE-like: ``float8_e5m2``) and the
+"fnuz" pair with a single NaN and no negative zero, ``float8e4b8``
+(``float8_e4m3fnuz``) and ``float8e5b16`` (``float8_e5m2fnuz``). Triton's own
+``float8e4b15`` has no NumPy or torch counterpart and is refused where a kernel
+names it (``dsl.triton_compat``).
 """
 
 from __future__ import annotations
@@ -91,10 +98,10 @@ class DType:
         return self.is_unsigned
 
     def is_fp8(self) -> bool:
-        return False  # the language has no fp8 dtypes
+        return self.kind == "float" and self.bits == 8
 
     def is_standard_floating(self) -> bool:
-        return self.is_float
+        return self.is_float and not self.is_fp8()
 
     def is_int1(self) -> bool:
         return self.is_bool
@@ -104,6 +111,13 @@ class DType:
     is_bf16 = _named("bfloat16")
     is_fp32 = _named("float32")
     is_fp64 = _named("float64")
+    is_fp8e4nv = _named("float8e4nv")
+    is_fp8e5 = _named("float8e5")
+    is_fp8e4b8 = _named("float8e4b8")
+    is_fp8e5b16 = _named("float8e5b16")
+
+    def is_fp8e4b15(self) -> bool:
+        return False  # Triton's own e4m3 with bias 15: not a dtype here
     is_int8 = _named("int8")
     is_int16 = _named("int16")
     is_int32 = _named("int32")
@@ -143,9 +157,16 @@ float16 = DType("float16", "float", 16, "tl.float16")
 bfloat16 = DType("bfloat16", "float", 16, "tl.bfloat16")
 float32 = DType("float32", "float", 32, "tl.float32")
 float64 = DType("float64", "float", 64, "tl.float64")
+float8e4nv = DType("float8e4nv", "float", 8, "tl.float8e4nv")
+float8e5 = DType("float8e5", "float", 8, "tl.float8e5")
+float8e4b8 = DType("float8e4b8", "float", 8, "tl.float8e4b8")
+float8e5b16 = DType("float8e5b16", "float", 8, "tl.float8e5b16")
 
+# the fp8 formats are storage and conversion types (see the module doc): they are
+# not in FLOAT_DTYPES, the float types every float operation takes
+FP8_DTYPES: tuple[DType, ...] = (float8e4nv, float8e5, float8e4b8, float8e5b16)
 ALL_DTYPES: tuple[DType, ...] = (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-                                 float16, bfloat16, float32, float64)
+                                 float16, bfloat16, float32, float64) + FP8_DTYPES
 INT_DTYPES: tuple[DType, ...] = (int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 FLOAT_DTYPES: tuple[DType, ...] = (float16, bfloat16, float32, float64)
 
@@ -163,6 +184,10 @@ _NUMPY: dict[str, np.dtype] = {
     "bfloat16": np.dtype(ml_dtypes.bfloat16),
     "float32": np.dtype(np.float32),
     "float64": np.dtype(np.float64),
+    "float8e4nv": np.dtype(ml_dtypes.float8_e4m3fn),
+    "float8e5": np.dtype(ml_dtypes.float8_e5m2),
+    "float8e4b8": np.dtype(ml_dtypes.float8_e4m3fnuz),
+    "float8e5b16": np.dtype(ml_dtypes.float8_e5m2fnuz),
 }
 _BY_NUMPY: dict[np.dtype, DType] = {_NUMPY[d.name]: d for d in ALL_DTYPES}
 
@@ -190,7 +215,9 @@ def from_numpy(dtype: np.dtype | type) -> DType:
 _TORCH_NAMES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
                 "float64": "float64", "int8": "int8", "int16": "int16", "int32": "int32",
                 "int64": "int64", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32",
-                "uint64": "uint64", "bool": "int1"}
+                "uint64": "uint64", "bool": "int1", "float8_e4m3fn": "float8e4nv",
+                "float8_e5m2": "float8e5", "float8_e4m3fnuz": "float8e4b8",
+                "float8_e5m2fnuz": "float8e5b16"}
 
 
 def from_torch(dtype: object) -> DType:
@@ -214,7 +241,8 @@ def by_name(name: str) -> DType:
     aliases = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32",
                "float": "float32", "fp64": "float64", "double": "float64", "bool": "int1",
                "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
-               "u16": "uint16", "u32": "uint32", "u64": "uint64"}
+               "u16": "uint16", "u32": "uint32", "u64": "uint64", "fp8e4nv": "float8e4nv",
+               "fp8e5": "float8e5", "fp8e4b8": "float8e4b8", "fp8e5b16": "float8e5b16"}
     canonical = aliases.get(name, name)
     for d in ALL_DTYPES:
         if d.name == canonical:

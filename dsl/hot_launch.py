@@ -47,7 +47,7 @@ import numpy as np
 
 from dsl.launch_cache import Replay
 from dsl.options import environment_changed_test
-from dsl.views import is_torch_tensor
+from dsl.views import TORCH_DTYPES_NUMPY_LACKS, is_torch_tensor
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def hot_launcher(replay: Replay, args: tuple[Any, ...], kwargs: dict[str, Any], 
         buffers.append(f"c{i}")
         value, name = values[position], names[position]
         if not (recipe.contiguous_tensor and is_torch_tensor(value)) or \
-                str(value.dtype) == "torch.bfloat16":
+                str(value.dtype) in TORCH_DTYPES_NUMPY_LACKS:
             lines.append(f"    c{i} = T{i}.buffer_of({name})")
             continue
         # ``TensorRecipe.buffer_of`` of a C-contiguous torch tensor whose dtype NumPy

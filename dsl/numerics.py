@@ -30,6 +30,7 @@ import sys
 from collections.abc import Callable, Hashable
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from dsl.dtypes import DType
@@ -379,6 +380,8 @@ def cast_array(x: np.ndarray, dtype: DType) -> np.ndarray:
     truncation toward zero from float to int, ``!= 0`` to int1."""
     if dtype.is_bool:
         return x != 0
+    if dtype.is_fp8():
+        return to_fp8(x, dtype.np)
     if dtype.np == np.float16 and x.dtype in (np.float32, np.float64):
         return _to_float16(x)
     if dtype.np == np.float32 and x.dtype == np.float16:
@@ -387,6 +390,41 @@ def cast_array(x: np.ndarray, dtype: DType) -> np.ndarray:
         return float_to_int(x, np.dtype(dtype.np))
     with np.errstate(over="ignore"):
         return x.astype(dtype.np)
+
+
+def as_strided(x: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...],
+               writeable: bool = True) -> np.ndarray:
+    """``np.lib.stride_tricks.as_strided``, for the fp8 types too: NumPy rebuilds the
+    strided array from ``x``'s array interface, which spells ml_dtypes' fp8 types as
+    ``<f1``, a type it cannot read back; their bytes are strided as uint8 instead."""
+    if x.dtype.itemsize == 1 and x.dtype.kind not in "biu":
+        raw = np.lib.stride_tricks.as_strided(x.view(np.uint8), shape=shape, strides=strides,
+                                              writeable=writeable)
+        return raw.view(x.dtype)
+    return np.lib.stride_tricks.as_strided(x, shape=shape, strides=strides, writeable=writeable)
+
+
+_FP8_SATURATING = np.dtype(ml_dtypes.float8_e4m3fn)
+
+
+def to_fp8(x: np.ndarray, target: np.dtype) -> np.ndarray:
+    """``x`` (any float or integer array) rounded to the fp8 format ``target``: to
+    nearest even, straight from ``x``'s own type (an integer through float64, exact
+    up to 2**53, beyond every fp8 range). Out of range, float8e4nv (e4m3fn, which has
+    no infinity) saturates to +-448, infinities included, as torch's conversion and
+    NVIDIA's ``cvt.rn.satfinite`` do; float8e5 gives an infinity, and the two "fnuz"
+    formats their NaN, as torch's conversions do. (torch rounds a float64 through
+    float32 first; here a float64 is rounded once.)"""
+    source = x.astype(np.float64) if x.dtype.kind in "biu" else x
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = source.astype(target)
+    if target != _FP8_SATURATING:
+        return out
+    # (ml_dtypes gives its NaN to every finite value beyond the largest: the overflow)
+    overflow = np.isnan(out) & ~np.isnan(source)
+    if overflow.any():
+        out = np.where(overflow, np.where(np.signbit(source), -448.0, 448.0).astype(target), out)
+    return out
 
 
 # Float -> integer conversion goes through one of these (the x86-64 instruction

@@ -443,7 +443,8 @@ def _check_dot(op: Op) -> str | None:
     if len(a) not in (2, 3) or len(b) != len(a) or a[-1] != b[-2] or a[:-2] != b[:-2] or \
             op.result.shape != a[:-1] + b[-1:]:
         return f"dot of {op.lhs.type} and {op.rhs.type} is not {op.result.type}"
-    if acc.type != op.result.type or op.lhs.dtype != op.rhs.dtype:
+    mixed_fp8 = op.lhs.dtype.is_fp8() and op.rhs.dtype.is_fp8()  # (Triton mixes them)
+    if acc.type != op.result.type or (op.lhs.dtype != op.rhs.dtype and not mixed_fp8):
         return f"operand types {op.lhs.type}, {op.rhs.type}, acc {acc.type}"
     return None
 

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import ml_dtypes
+import numpy as np
 
 from dsl import dtypes as dt
 from dsl import inline_asm as asm_eval
@@ -67,6 +68,7 @@ from dsl import philox as philox_constants
 from dsl.dtypes import DType
 from dsl.errors import UNKNOWN_LOC, DSLCompileError, SourceLoc
 from dsl.ir import Block, Op, Type, Value
+from dsl.numerics import to_fp8
 from dsl.opdefs import COMBINES, elementwise
 
 PyScalar = bool | int | float
@@ -123,9 +125,11 @@ def promote(a: DType, b: DType) -> DType:
     if a.kind == "int" and a.signed != b.signed:  # rule 2, mixed signedness
         unsigned, signed = (a, b) if a.is_unsigned else (b, a)
         return unsigned if unsigned.bits >= signed.bits else signed
+    if dt.bfloat16 in (a, b) and (a.is_fp8() or b.is_fp8()):
+        return dt.float32  # rule 1's bfloat16 exception: kept only against bfloat16
     if a.bits != b.bits:  # rule 2
         return a if a.bits > b.bits else b
-    return dt.float16  # rule 3: the only same-width pair is float16/bfloat16
+    return dt.float16  # rule 3: float16 with bfloat16, or two different fp8 formats
 
 
 def scalar_dtype(value: PyScalar) -> DType:
@@ -185,6 +189,11 @@ def binary_dtypes(b: Builder, op: str, lhs: Operand, rhs: Operand) -> tuple[DTyp
     left, right = _operand_dtype(b, lhs, rhs), _operand_dtype(b, rhs, lhs)
     common = promote(left, right)
     opdef = elementwise(op)
+    if common.is_fp8() and left.kind != right.kind:
+        # Triton's computation_type_impl refuses it too (an fp8 block with a Python
+        # scalar is typed fp8 by rule 5 and does not come here)
+        raise b.error(f"'{opdef.symbol}' of {left.name} and {right.name}: an fp8 block "
+                      "does not mix with integers; convert it with .to() first")
     divides = opdef.fp32_when_16bit or op == "floordiv"
     if divides and left.kind == right.kind == "int" and left.signed != right.signed:
         raise b.error(f"'{opdef.symbol}' of {left.name} and {right.name}: operands of "
@@ -254,6 +263,8 @@ def constant(b: Builder, value: PyScalar, dtype: DType, shape: tuple[int, ...] =
         # a Python zero is +0.0 whatever its sign, as in Triton (semantic.full makes every
         # scalar equal to 0 the type's null value), so -0.0 written in a kernel is +0.0
         value = float(value) or 0.0
+        if dtype.is_fp8():  # the fp8 value, rounded (and saturated) as a cast would
+            value = float(to_fp8(np.float64(value), dtype.np).astype(np.float64))
     return b.emit("const", [], [Type(dtype, shape)], attrs={"value": value}).result
 
 
@@ -339,7 +350,21 @@ def _cast_toward_zero(b: Builder, v: Value, dtype: DType) -> Value:
     never compares greater and stays."""
     nearest = cast(b, v, dtype)
     away = binary(b, "gt", unary(b, "abs", cast(b, nearest, v.dtype)), unary(b, "abs", v))
-    return where(b, away, step_toward_zero(b, nearest), nearest)
+    stepped = step_toward_zero(b, nearest)
+    result = where(b, away, stepped, nearest)
+    if dtype not in (dt.float8e4b8, dt.float8e5b16):
+        return result
+    # The "fnuz" fp8 formats have no negative zero and no infinity: their NaN is the
+    # bit pattern of -0.0, where the smallest negative value steps to (zero instead),
+    # and a finite value beyond their range rounds to it (their largest value instead).
+    result = where(b, binary(b, "and", away, binary(b, "ne", stepped, stepped)),
+                   as_value(b, 0.0, dtype), result)
+    largest = float(ml_dtypes.finfo(dtype.np).max)
+    overflow = binary(b, "and", binary(b, "ne", nearest, nearest),
+                      binary(b, "lt", unary(b, "abs", v), as_value(b, math.inf, v.dtype)))
+    signed = where(b, binary(b, "lt", v, as_value(b, 0.0, v.dtype)),
+                   as_value(b, -largest, dtype), as_value(b, largest, dtype))
+    return where(b, overflow, signed, result)
 
 
 def step_toward_zero(b: Builder, v: Value) -> Value:
@@ -387,6 +412,10 @@ def unary(b: Builder, op: str, x: Operand) -> Value:
     """An elementwise unary op; float math on a Python scalar computes in float32."""
     opdef = elementwise(op)
     v = as_value(b, x)
+    if v.dtype.is_fp8() and opdef.kinds == ("float",):
+        raise b.error(f"{opdef.symbol} of {v.dtype.name}: math functions take float16, "
+                      "bfloat16, float32 and float64 (as Triton's do); convert the fp8 block "
+                      "with .to() first")
     if v.dtype.kind not in opdef.kinds:
         raise b.error(f"{opdef.symbol} expects a floating-point operand, got {v.dtype.name}"
                       if opdef.kinds == ("float",) else
@@ -1140,7 +1169,8 @@ def dot(b: Builder, x: Operand, y: Operand, acc: Operand | None, input_precision
         out_dtype: Any) -> Value:
     """``acc + x @ y`` of 2-D blocks, or of 3-D blocks batched along their first axis
     (Triton's ``dot``): fp16/bf16/fp32 operands accumulate in float32 (or float16 when
-    asked), int8 in int32."""
+    asked), int8 in int32, and two fp8 operands (of any two fp8 formats, as Triton
+    takes them) in float32: their products are exact in float32."""
     xv, yv = as_value(b, x), as_value(b, y)
     if xv.rank not in (2, 3) or yv.rank != xv.rank:
         raise b.error(f"dot() multiplies two 2-D blocks or two 3-D blocks (a batch), got "
@@ -1152,11 +1182,12 @@ def dot(b: Builder, x: Operand, y: Operand, acc: Operand | None, input_precision
     if min(xv.shape[-2:] + yv.shape[-2:]) < MIN_DOT_SIZE and not b.triton_rules:  # any there
         raise b.error(f"dot() needs M, N and K of at least {MIN_DOT_SIZE} (Triton's bound), "
                       f"got {list(xv.shape)} @ {list(yv.shape)}")
+    fp8 = xv.dtype.is_fp8() and yv.dtype.is_fp8()
     for v in (xv, yv):
-        if v.dtype not in _DOT_INPUTS:
-            raise b.error(f"dot() accepts int8, float16, bfloat16 and float32 operands, got "
-                          f"{v.dtype.name}")
-    if xv.dtype != yv.dtype:
+        if v.dtype not in _DOT_INPUTS and not fp8:
+            raise b.error(f"dot() accepts int8, float16, bfloat16 and float32 operands, or "
+                          f"two fp8 ones, got {v.dtype.name}")
+    if xv.dtype != yv.dtype and not fp8:
         raise b.error(f"dot() operands must have one dtype, got {xv.dtype.name} and "
                       f"{yv.dtype.name}")
     if input_precision not in (None, "ieee", "tf32", "hf32", "tf32x3"):

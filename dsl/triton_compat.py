@@ -46,11 +46,12 @@ from dsl.errors import DSLCompileError, DSLError, DSLLaunchError
 from dsl.frontend import KernelSource, Unsupported, constexpr_function
 from dsl.jit import JITFunction
 
-# triton.language dtype names -> DSL dtypes (fp8 types have no DSL counterpart).
+# triton.language dtype names -> DSL dtypes (Triton's own fp8e4b15 has no counterpart).
 _DTYPES = {"fp16": dt.float16, "bf16": dt.bfloat16, "fp32": dt.float32, "fp64": dt.float64,
            "int1": dt.int1, "int8": dt.int8, "int16": dt.int16, "int32": dt.int32,
            "int64": dt.int64, "uint8": dt.uint8, "uint16": dt.uint16, "uint32": dt.uint32,
-           "uint64": dt.uint64}
+           "uint64": dt.uint64, "fp8e4nv": dt.float8e4nv, "fp8e5": dt.float8e5,
+           "fp8e4b8": dt.float8e4b8, "fp8e5b16": dt.float8e5b16}
 
 # Triton classes a kernel names: annotations and loop iterators.
 _CLASSES = {"constexpr": lang.constexpr, "const": lang.const, "tensor": lang.tensor,
@@ -125,6 +126,10 @@ def translate(obj: Any) -> Any:
     if cls == "dtype" and hasattr(obj, "name"):
         if obj.name in _DTYPES:
             return _DTYPES[obj.name]
+        if obj.name == "fp8e4b15":
+            return Unsupported("dtype tl.float8e4b15 (Triton's e4m3 with exponent bias 15 has no "
+                               "torch or NumPy type; float8e4nv, float8e5, float8e4b8 and "
+                               "float8e5b16 are supported)")
         return Unsupported(f"dtype tl.{obj.name}")
     if cls in ("JITFunction", "Autotuner", "Heuristics"):
         builtin = getattr(lang, getattr(obj, "__name__", ""), None)

@@ -22,6 +22,7 @@ from dsl import dtypes as dt
 from dsl.dtypes import DType
 from dsl.host_memory import memory_at
 from dsl.layout import CoalescedView, classify, span
+from dsl.numerics import as_strided
 
 _OVERLAP_EXACT = 1 << 24  # elements: above, a layout not proved apart is taken to overlap
 
@@ -108,7 +109,7 @@ class TensorView(_Shaped):
         extra = (limit - (buffer.ctypes.data + buffer.nbytes)) // buffer.itemsize
         if extra <= 0:
             return buffer
-        return np.lib.stride_tricks.as_strided(buffer, shape=(buffer.size + extra,),
+        return as_strided(buffer, shape=(buffer.size + extra,),
                                                strides=(buffer.itemsize,),
                                                writeable=buffer.flags.writeable)
 
@@ -125,13 +126,24 @@ class TensorView(_Shaped):
         item = self.buffer.itemsize
         if self.numel == 0:
             return np.empty(self.shape, self.buffer.dtype)
-        return np.lib.stride_tricks.as_strided(
+        return as_strided(
             self.buffer[self.base:], shape=self.shape,
             strides=tuple(s * item for s in self.strides),
             writeable=self.buffer.flags.writeable)
 
     def __repr__(self) -> str:
         return f"TensorView({self.dtype}, shape={list(self.shape)}, strides={list(self.strides)})"
+
+
+# torch dtypes NumPy has no type for: (the torch integer type of the same width,
+# the ml_dtypes type the interpreter stores them as)
+TORCH_DTYPES_NUMPY_LACKS: dict[str, tuple[str, Any]] = {
+    "torch.bfloat16": ("int16", ml_dtypes.bfloat16),
+    "torch.float8_e4m3fn": ("uint8", ml_dtypes.float8_e4m3fn),
+    "torch.float8_e5m2": ("uint8", ml_dtypes.float8_e5m2),
+    "torch.float8_e4m3fnuz": ("uint8", ml_dtypes.float8_e4m3fnuz),
+    "torch.float8_e5m2fnuz": ("uint8", ml_dtypes.float8_e5m2fnuz),
+}
 
 
 def _torch_to_numpy(t: Any) -> np.ndarray:
@@ -142,10 +154,12 @@ def _torch_to_numpy(t: Any) -> np.ndarray:
             "CPU tensors and NumPy arrays only")
     if t.requires_grad:
         t = t.detach()
-    if str(t.dtype) == "torch.bfloat16":  # (no torch import on the common path)
+    storage = TORCH_DTYPES_NUMPY_LACKS.get(str(t.dtype))  # (no torch import on the common path)
+    if storage is not None:
         import torch
 
-        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+        bits, dtype = storage
+        return t.view(getattr(torch, bits)).numpy().view(dtype)
     try:
         return t.numpy()
     except TypeError:
@@ -201,7 +215,7 @@ def _share_an_element(a: TensorView, b: TensorView) -> bool:
 def _strided(view: TensorView) -> np.ndarray:
     """``view`` as a read-only NumPy array over its buffer (a negative stride reaches
     back from element 0 into the buffer, which spans every element)."""
-    return np.lib.stride_tricks.as_strided(
+    return as_strided(
         view.buffer[view.base:], shape=view.shape,
         strides=tuple(s * view.buffer.itemsize for s in view.strides), writeable=False)
 
@@ -340,7 +354,7 @@ def as_view(obj: Any) -> TensorView:
     lo, hi = span(shape, strides)
     if lo == hi:  # one element (a broadcast scalar): the corner is the buffer
         return TensorView(corner.reshape(1), dtype, shape, strides, 0, obj)
-    buffer = np.lib.stride_tricks.as_strided(
+    buffer = as_strided(
         corner, shape=(hi - lo + 1,), strides=(item,), writeable=arr.flags.writeable)
     return TensorView(buffer, dtype, shape, strides, -lo, obj)
 

@@ -41,7 +41,7 @@ from dsl.options import Options
 from dsl.targets import Target
 from lowering import ub
 from lowering.toolrun import LoweringError, ToolchainMissing, failure_text, quoted, run_tool, workdir
-from lowering.triton_codegen import OFFSETS_REFUSED, GeneratedKernel, generate
+from lowering.triton_codegen import FP8_REFUSAL, OFFSETS_REFUSED, GeneratedKernel, fp8_use, generate
 
 __all__ = ["LoweringError", "ToolchainMissing", "LoweredKernel", "StageReport", "lower",
            "compile_triton", "run_bishengir", "toolchain", "toolchain_versions", "cache_dir",
@@ -194,6 +194,10 @@ def lower(fn: Function, target: Target, root: Path | None = None,
         raise LoweringError("target", f"{target.name} cannot be lowered with this toolchain "
                             f"({target.source})")
     toolchain()
+    fp8 = fp8_use(fn)
+    if fp8 is not None:
+        raise LoweringError("ttir", f"kernel '{fn.name}' cannot be lowered: {fp8}, and "
+                            f"{FP8_REFUSAL}")
     root = root or cache_dir()
     stages: list[StageReport] = []
 

@@ -66,7 +66,7 @@ from lowering.compiler import (
 )
 from lowering.interpreter import Interpreter, checks_at_run_time
 from lowering.toolrun import LoweringError, failure_text, run_tool, workdir
-from lowering.triton_codegen import GeneratedKernel, generate
+from lowering.triton_codegen import FP8_REFUSAL, GeneratedKernel, fp8_use, generate
 
 if TYPE_CHECKING:
     from dsl.jit import Launch
@@ -600,7 +600,11 @@ def _tuple_reduce_failure(tensors: int) -> str | None:
 
 def refuse_miscompiled(launch: Launch) -> None:
     """CompiledCPUError naming the first op the CPU route would compile wrongly or
-    cannot lower."""
+    cannot lower (or the first fp8 value, which it cannot compile at all)."""
+    fp8 = fp8_use(launch.function)
+    if fp8 is not None:
+        raise CompiledCPUError(f"compiled-CPU mode cannot check {launch.function.name}: {fp8}, "
+                               f"and {FP8_REFUSAL}; run it in the interpreter")
     for op in launch.function.walk():
         reason = MISCOMPILED_KINDS.get(op.kind)
         form = UNLOWERABLE_FORMS.get(op.kind)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dsl.errors import DataRaceError, OutOfBoundsError, SourceLoc
+from dsl.numerics import as_strided
 from lowering.lanes import (
     Affine,
     BoxedValues,
@@ -98,7 +99,7 @@ class AffineAccess:
         """The (count, *extents) strided view of ``buffer`` one group addresses (every
         element of it was bounds-checked: the view never leaves the buffer)."""
         item = buffer.itemsize
-        return np.lib.stride_tricks.as_strided(
+        return as_strided(
             buffer[first:], shape=(count,) + tuple(int(e) for e in extents),
             strides=(step * item,) + tuple(c * item for c in self.coefs), writeable=writeable)
 
@@ -373,7 +374,7 @@ def _pick_runs(buffer: np.ndarray, starts: np.ndarray, length: int, step: int,
         np.take(buffer.reshape(-1, length), starts.reshape(-1) // length, axis=0,
                 out=out.reshape(-1, length), mode="clip")  # (no clipping: checked)
         return out
-    windows = np.lib.stride_tricks.as_strided(
+    windows = as_strided(
         buffer, shape=(buffer.shape[0] - step * (length - 1), length),
         strides=(item, step * item), writeable=False)
     return windows[starts]
@@ -646,7 +647,7 @@ def _box_windows(buffer: np.ndarray, access: AffineAccess, writeable: bool
         if positions <= 0 or bases.min() < 0 or bases.max() >= positions:
             return None
         groups.append((sel, extents, positions, bases))
-    return [(sel, extents, np.lib.stride_tricks.as_strided(
+    return [(sel, extents, as_strided(
         buffer, shape=(positions,) + tuple(int(e) for e in extents),
         strides=(item,) + tuple(c * item for c in access.coefs), writeable=writeable), bases)
         for sel, extents, positions, bases in groups]

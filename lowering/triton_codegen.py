@@ -35,7 +35,29 @@ from dsl.opdefs import COMBINES, OPS, Effect
 
 _SIGNATURE_TYPES = {"int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
                     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
-                    "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
+                    "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64",
+                    "float8e4nv": "fp8e4nv", "float8e5": "fp8e5", "float8e4b8": "fp8e4b8",
+                    "float8e5b16": "fp8e5b16"}
+
+# What triton-ascend 3.2.0 answers for a kernel with any fp8 value (its dtype_to_ir
+# refuses fp8 unless it compiles for Ascend 910_95, which this build never does):
+# measured on the generated source of an fp8 kernel, for the NPU and the CPU targets.
+FP8_REFUSAL = ("triton-ascend 3.2.0 refuses fp8 types ('unexpected type fp8.'): its "
+               "front end takes them only when compiling for Ascend 910_95, which this "
+               "build never does")
+
+
+def fp8_use(fn: Function) -> str | None:
+    """Where ``fn`` first holds an fp8 value (a parameter, or an op's line), which
+    triton-ascend 3.2.0 cannot compile (``FP8_REFUSAL``); None when nowhere."""
+    for param in fn.params:
+        if param.value.dtype.is_fp8():
+            return f"parameter '{param.user_name}' is {param.value.dtype.name}"
+    for op in fn.walk():
+        for value in (*op.operands, *op.results):
+            if value.dtype.is_fp8():
+                return f"line {op.loc.line} computes in {value.dtype.name}"
+    return None
 
 
 @dataclass(frozen=True)
