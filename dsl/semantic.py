@@ -1346,16 +1346,25 @@ def _atomic_operands(b: Builder, what: str, target: Target, index: Operand | Non
     return addr.broadcast(b, shape), broadcast_to(b, val, shape), _mask_value(b, mask, shape)
 
 
+def _check_atomic_element(b: Builder, what: str, op: str, element: DType, kind: str) -> None:
+    """Refuse an atomic on elements it has no meaning for (``kind``: "tensor" or
+    "pointer", as the message names the target)."""
+    if op in ("and", "or", "xor") and not (element.is_int and not element.is_bool):
+        raise b.error(f"{what}() needs an integer {kind}, got {element.name}")
+    if element.is_bool and op not in ("xchg", "cas"):
+        raise b.error(f"{what}() does not accept an int1 {kind}")
+    if element.is_fp8():
+        raise b.error(f"{what}() does not accept a {element.name} {kind}: atomics take "
+                      "integers and 16-, 32- and 64-bit floats (no fp8 atomics)")
+
+
 def atomic(b: Builder, op: str, target: Target, index: Operand | None, value: Operand,
            mask: Operand | None, sem: Any, scope: Any) -> Value:
     """``atomic_<op>`` at an address: returns the old values (0 where masked off);
     colliding lanes apply one at a time, in program then lane order."""
     what = f"atomic_{op}"
     view = target.view if isinstance(target, Address) else target
-    if op in ("and", "or", "xor") and not (view.dtype.is_int and not view.dtype.is_bool):
-        raise b.error(f"{what}() needs an integer tensor, got {view.dtype.name}")
-    if view.dtype.is_bool and op != "xchg":
-        raise b.error(f"{what}() does not accept an int1 tensor")
+    _check_atomic_element(b, what, op, view.dtype, "tensor")
     attrs = {"op": op, **_memory_semantics(b, what, sem, scope)}
     addr, val, m = _atomic_operands(b, what, target, index, value, mask)
     operands = [view.value, addr.index, addr.offset, val] + ([m] if m is not None else [])
@@ -1370,6 +1379,7 @@ def atomic_cas(b: Builder, target: Target, index: Operand | None, compare: Opera
     attrs = _memory_semantics(b, "atomic_cas", sem, scope)
     addr, val, _ = _atomic_operands(b, "atomic_cas", target, index, value, None)
     view, shape = addr.view, addr.index.shape
+    _check_atomic_element(b, "atomic_cas", "cas", view.dtype, "tensor")
     cmp = broadcast_to(b, as_value(b, compare, view.dtype), shape)
     return b.emit("atomic_cas", [view.value, addr.index, addr.offset, cmp, val],
                   [Type(view.dtype, shape)], attrs={**attrs, **addr.attrs}).result
@@ -1380,9 +1390,8 @@ def atomic_address(b: Builder, op: str, address: Value, offset: Value, element: 
     """``atomic_<op>`` ``offset`` elements past int64 byte addresses (a pointer cast from
     an integer); checked as ``atomic`` checks its tensor's type."""
     what = f"atomic_{op}"
-    if op in ("and", "or", "xor") and not (element.is_int and not element.is_bool):
-        raise b.error(f"{what}() needs an integer tensor, got {element.name}")
-    if element.is_bool:
+    _check_atomic_element(b, what, op, element, "pointer")
+    if element.is_bool:  # (an xchg too: a pointer cast from an integer)
         raise b.error(f"{what}() does not accept an int1 pointer")
     attrs = {"op": op, **_memory_semantics(b, what, sem, scope)}
     val = as_value(b, value, element)
@@ -1397,6 +1406,7 @@ def atomic_address(b: Builder, op: str, address: Value, offset: Value, element: 
 def atomic_cas_address(b: Builder, address: Value, offset: Value, element: DType,
                        compare: Operand, value: Operand, sem: Any, scope: Any) -> Value:
     """Compare-and-swap ``offset`` elements past int64 byte addresses."""
+    _check_atomic_element(b, "atomic_cas", "cas", element, "pointer")
     if element.is_bool:
         raise b.error("atomic_cas() does not accept an int1 pointer")
     attrs = _memory_semantics(b, "atomic_cas", sem, scope)

@@ -302,3 +302,53 @@ def test_unified_buffer_model_counts_one_byte_per_fp8_element():
     fp8 = ub.static_estimate(kernel.ir(x, y, n, BLOCK=1024)).bytes
     wide = ub.static_estimate(kernel.ir(x.half(), y.half(), n, BLOCK=1024)).bytes
     assert 0 < fp8 < wide
+
+
+@triton.jit
+def fp8_fills_and_stores(x_ptr, y_ptr, z_ptr, n, BLOCK: tl.constexpr):
+    """fp8 ``other=``, ``tl.full``/``tl.zeros`` of fp8, ``where`` of two fp8 formats'
+    values, and a float32 value stored through an fp8 pointer (converted on store)."""
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=1.5)
+    three = tl.full((BLOCK,), 3.0, tl.float8e5)
+    w = tl.where(x > 0, x, three.to(tl.float8e4nv))
+    tl.store(y_ptr + offs, w.to(tl.float32) * 2.0)
+    tl.store(z_ptr + offs, tl.zeros((BLOCK,), tl.float8e5).to(tl.float32) + x.to(tl.float32))
+
+
+def test_fp8_fills_and_stores_converted_on_store_in_repeated_launches():
+    x = torch.randn(50, generator=torch.Generator().manual_seed(6)).to(torch.float8_e4m3fn)
+    padded = torch.cat([x.float(), torch.full((14,), 1.5)])
+    want = (torch.where(padded > 0, padded, torch.tensor(3.0)) * 2).to(torch.float8_e4m3fn)
+    for _ in range(3):  # the later launches replay the cached launch
+        y, z = torch.empty(64, dtype=torch.float8_e4m3fn), torch.empty(64)
+        dsl.from_triton(fp8_fills_and_stores)[(1,)](x, y, z, 50, BLOCK=64)
+        assert torch.equal(y.view(torch.uint8), want.view(torch.uint8))
+        assert torch.equal(z, padded)
+
+
+@triton.jit
+def fp8_block_copy(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    src = tl.make_block_ptr(x_ptr, (M, N), (N, 1), (0, 0), (BM, BN), (1, 0))
+    dst = tl.make_block_ptr(y_ptr, (M, N), (N, 1), (0, 0), (BM, BN), (1, 0))
+    tile = tl.load(src, boundary_check=(0, 1), padding_option="zero")
+    tl.store(dst, tile.to(tl.float32).to(tl.float8e5), boundary_check=(0, 1))
+
+
+@triton.jit
+def fp8_atomic_add(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.atomic_add(x_ptr + offs, tl.load(x_ptr + offs))
+
+
+def test_fp8_block_pointers_and_atomics_refused():
+    a = torch.randn(5, 7).to(torch.float8_e4m3fn)
+    b = torch.zeros(5, 7, dtype=torch.float8_e5m2)
+    dsl.from_triton(fp8_block_copy)[(1,)](a, b, 5, 7, BM=8, BN=8)
+    assert torch.equal(b.view(torch.uint8), a.float().to(torch.float8_e5m2).view(torch.uint8))
+    before = a.clone()
+    with pytest.raises(dsl.DSLCompileError, match="atomic_add.. does not accept a float8e4nv "
+                       "tensor"):
+        dsl.from_triton(fp8_atomic_add)[(1,)](a, BLOCK=16)
+    assert torch.equal(a.view(torch.uint8), before.view(torch.uint8))

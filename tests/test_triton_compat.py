@@ -613,18 +613,18 @@ def test_rank_configs_by_ub_fit(toolchain):
 
 
 @triton.jit
-def uses_fp8(x_ptr, out_ptr, N: tl.constexpr):
+def uses_fp8e4b15(x_ptr, out_ptr, N: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, N))
-    h = x.to(tl.float8e5)
+    h = x.to(tl.float8e4b15)
     tl.store(out_ptr + tl.arange(0, N), h.to(tl.float32))
 
 
 def test_unsupported_triton_feature_fails_at_its_line_naming_it():
     with pytest.raises(dsl.DSLCompileError) as info:
-        dsl.from_triton(uses_fp8)(np.zeros(16, np.float32), np.zeros(16, np.float32), N=16)
+        dsl.from_triton(uses_fp8e4b15)(np.zeros(16, np.float32), np.zeros(16, np.float32), N=16)
     message = str(info.value)
-    assert "missing feature: dtype tl.fp8e5" in message
-    assert "h = x.to(tl.float8e5)" in message and "test_triton_compat.py" in message
+    assert "missing feature: dtype tl.float8e4b15 (Triton's e4m3 with exponent bias 15" in message
+    assert "h = x.to(tl.float8e4b15)" in message and "test_triton_compat.py" in message
 
 
 @triton.jit

@@ -476,14 +476,14 @@ def copy_kernel(x_ptr, y_ptr, N: tl.constexpr):
     tl.store(y_ptr + offs, tl.load(x_ptr + offs))
 
 
-@pytest.mark.parametrize("dtype", ["float8_e5m2", "float8_e4m3fn", "complex64"])
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
 def test_a_tensor_of_an_unsupported_element_type_is_refused_by_name(dtype):
-    """float8 tensors (which torch cannot show NumPy) are refused as complex ones are:
-    the argument, its element type and the types a kernel takes are named."""
+    """A complex tensor is refused: the argument, its element type and the types a
+    kernel takes are named (float8 tensors bind since session 23: tests/test_fp8.py)."""
     x = torch.zeros(8, dtype=getattr(torch, dtype))
     with pytest.raises(dsl.DSLLaunchError,
-                       match=rf"argument 'x_ptr': unsupported element type torch\.{dtype}"
-                       r"|argument 'x_ptr': unsupported element type complex64; supported: int1"):
+                       match=rf"argument 'x_ptr': unsupported element type {dtype}; "
+                       r"supported: int1"):
         dsl.from_triton(copy_kernel)[(1,)](x, x.clone(), N=8)
 
 
