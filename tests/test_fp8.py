@@ -97,6 +97,51 @@ def _bits_or_both_nan_wide(got: torch.Tensor, want: torch.Tensor) -> torch.Tenso
     return (got.view(bits) == want.view(bits)) | both_nan
 
 
+def _nearest_even_reference(x: np.ndarray, fp8: np.dtype, saturates: bool) -> np.ndarray:
+    """The fp8 value nearest each element of ``x`` (float64 arithmetic over all 256
+    values), a tie going to the even bit pattern; beyond the largest finite value
+    (past the midpoint to the next power step) an infinity where the format has one,
+    else the largest value (``saturates``) or NaN."""
+    values = np.arange(256, dtype=np.uint8).view(fp8).astype(np.float64)
+    codes = np.arange(256)
+    keep = np.isfinite(values) & ~((values == 0) & (codes >= 128))  # one zero, finite
+    order = np.argsort(values[keep], kind="stable")
+    grid, grid_codes = values[keep][order], codes[keep][order]
+    wide = np.where(np.isnan(x), 0.0, x.astype(np.float64))  # (NaNs are put back below)
+    hi = np.clip(np.searchsorted(grid, wide), 1, grid.size - 1)
+    lo = hi - 1
+    below, above = wide - grid[lo], grid[hi] - wide
+    pick_hi = (above < below) | ((above == below) & (grid_codes[hi] % 2 == 0))
+    out = np.where(pick_hi, grid[hi], grid[lo])
+    largest = grid[-1]
+    step = largest - grid[-2]
+    beyond = np.abs(wide) >= largest + step / 2  # rounds past the largest value
+    if saturates:
+        overflow = np.copysign(largest, wide)
+    elif np.isinf(values).any():
+        overflow = np.copysign(np.inf, wide)
+    else:
+        overflow = np.full_like(wide, np.nan)
+    out = np.where(beyond | np.isinf(wide), overflow, out)
+    out = np.where(out == 0, np.copysign(0.0, wide) if np.isinf(values).any() or saturates
+                   else 0.0, out)
+    return np.where(np.isnan(x), np.nan, out)
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=FORMAT_IDS)
+def test_conversions_to_fp8_match_a_float64_reference(fmt):
+    """The second oracle: every float16 value rounded in float64 by hand."""
+    dsl_dtype, torch_dtype, _ = fmt
+    x = np.arange(65536, dtype=np.uint16).view(np.float16)
+    y = torch.empty(x.size, dtype=torch_dtype)
+    dsl.from_triton(convert)[(16,)](torch.from_numpy(x), y, x.size, BLOCK=4096)
+    got = y.double().numpy()
+    want = _nearest_even_reference(x, dsl_dtype.np, saturates=dsl_dtype == dsl.float8e4nv)
+    np.testing.assert_array_equal(got, want)
+    numbers = ~np.isnan(want)  # (and the zeros' signs)
+    assert np.array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))
+
+
 def _toward_zero_reference(x: np.ndarray, fp8: np.dtype) -> np.ndarray:
     """The fp8 value of largest magnitude not above |x| (sign kept), found among all
     256 values in float64: a NaN stays NaN, an overflow gives the largest finite
