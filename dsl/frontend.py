@@ -445,16 +445,59 @@ def _flatten(b: Builder, x: Any, like: list[Value] | None = None
         element = x.element
         return [x.address, x.offset], lambda vs: AddressPointer(vs[0], vs[1], element)
     if isinstance(x, BlockPointer):
-        bp = x
-        origin_values, rebuild_origin = _flatten(b, bp.origin)
-        n = len(origin_values)
-        values = origin_values + [sem.as_value(b, o, like[n + i].dtype if like else None)
-                                  for i, o in enumerate(bp.offsets)]
-        return values, lambda vs: BlockPointer(rebuild_origin(vs[:n]), bp.shape, bp.strides,
-                                               tuple(vs[n:]), bp.block_shape, bp.order)
+        return _flatten_block_pointer(b, x, like)
     if not _is_value(x):
         x = sem.as_value(b, x, like[0].dtype if like else None)
     return [x], lambda vs: vs[0]
+
+
+def _flatten_block_pointer(b: Builder, bp: BlockPointer, like: list[Value] | None
+                           ) -> tuple[list[Value], Callable[[list[Value]], Any]]:
+    """``_flatten`` of a block pointer: its origin's values, its offsets, then the shape
+    and stride entries it carries (``BlockPointer.carried``)."""
+    origin_values, rebuild_origin = _flatten(b, bp.origin)
+    n = len(origin_values)
+    operands = list(bp.offsets) + [getattr(bp, entry)[dim] for entry, dim in bp.carried]
+    values = origin_values + [sem.as_value(b, o, like[n + i].dtype if like else None)
+                              for i, o in enumerate(operands)]
+    rank = len(bp.offsets)
+
+    def rebuild(vs: list[Value]) -> BlockPointer:
+        entries = {"shape": list(bp.shape), "strides": list(bp.strides)}
+        for (entry, dim), v in zip(bp.carried, vs[n + rank:]):
+            entries[entry][dim] = v
+        return dataclasses.replace(bp, origin=rebuild_origin(vs[:n]),
+                                   offsets=tuple(vs[n:n + rank]),
+                                   shape=tuple(entries["shape"]),
+                                   strides=tuple(entries["strides"]))
+
+    return values, rebuild
+
+
+def _same_expression(a: Any, b: Any) -> bool:
+    """Whether two operands (Python numbers or IR values) provably hold the same
+    number: equal constants, one value, or results of one side-effect-free op kind with
+    equal attributes over operands that are themselves the same expression (a block
+    pointer's shape remade from the same arguments in each branch or iteration)."""
+    if sem.is_pyscalar(a) or sem.is_pyscalar(b):
+        return sem.is_pyscalar(a) and sem.is_pyscalar(b) and a == b
+    if a is b:
+        return True
+    op_a, op_b = a.owner, b.owner
+    if op_a is None or op_b is None or op_a.kind != op_b.kind or op_a.regions or \
+            op_a.defn.reads_memory or op_a.defn.writes_memory or \
+            op_a.results.index(a) != op_b.results.index(b) or \
+            len(op_a.operands) != len(op_b.operands) or not _same_constant(op_a.attrs, op_b.attrs):
+        return False
+    return all(_same_expression(x, y) for x, y in zip(op_a.operands, op_b.operands))
+
+
+def _differing_entries(a: BlockPointer, b: BlockPointer) -> tuple[tuple[str, int], ...]:
+    """The (field, dimension) of the shape and stride entries two block pointers of one
+    rank may hold different numbers in."""
+    return tuple((entry, dim) for entry in ("shape", "strides")
+                 for dim, (x, y) in enumerate(zip(getattr(a, entry), getattr(b, entry)))
+                 if not _same_expression(x, y))
 
 
 def _flatten_tuple(b: Builder, x: tuple[Any, ...], like: list[Value] | None
@@ -495,12 +538,6 @@ def _kind(x: Any) -> str:
     return "block pointer" if isinstance(x, BlockPointer) else "value"
 
 
-def _differ(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    """True when two shape or stride tuples provably differ: in length, or in a pair of
-    constants. (Runtime values computed twice -- a block pointer remade in each
-    iteration -- are taken to be the same, as they are then used.)"""
-    return len(a) != len(b) or any(sem.is_pyscalar(x) and sem.is_pyscalar(y) and x != y
-                                   for x, y in zip(a, b))
 
 
 def _structure_mismatch(a: Any, b: Any) -> str | None:
@@ -521,10 +558,26 @@ def _structure_mismatch(a: Any, b: Any) -> str | None:
     if a.dtype != b.dtype:  # (one cast to another element type)
         return f"a pointer to {a.dtype.name} and a pointer to {b.dtype.name}"
     if isinstance(a, BlockPointer) and (
-            _differ(a.shape, b.shape) or _differ(a.strides, b.strides)
-            or a.block_shape != b.block_shape or a.order != b.order):
+            a.block_shape != b.block_shape or a.order != b.order or a.carried != b.carried
+            or set(_differing_entries(a, b)) - set(a.carried)):
+        # (an 'if' carries the entries its branches set differently, _carry_entries;
+        # a loop needs them the same expression before and after an iteration)
         return "two block pointers of different shapes, strides, block shapes or orders"
     return None
+
+
+def _carry_entries(a: Any, b: Any) -> tuple[Any, Any]:
+    """Two objects a name holds in the branches of an ``if``, block pointers among them
+    (in tuples too) made to carry the shape and stride entries the branches set
+    differently, so that the merged block pointer has each branch's own."""
+    if type(a) is tuple and type(b) is tuple and len(a) == len(b):
+        pairs = [_carry_entries(x, y) for x, y in zip(a, b)]
+        return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+    if isinstance(a, BlockPointer) and isinstance(b, BlockPointer) and \
+            len(a.shape) == len(b.shape) and len(a.strides) == len(b.strides):
+        entries = tuple(sorted(set(a.carried) | set(b.carried) | set(_differing_entries(a, b))))
+        return (dataclasses.replace(a, carried=entries), dataclasses.replace(b, carried=entries))
+    return a, b
 
 
 @dataclass(frozen=True)
@@ -839,7 +892,7 @@ class _Visitor:
                 kinds = sorted({type(o).__name__ for o in objects if not _carriable(o)})
                 unmerged[n] = _Unmerged(n, " or ".join(kinds))
                 continue
-            objects = self._unify_pointers(node, blocks, *objects)
+            objects = _carry_entries(*self._unify_pointers(node, blocks, *objects))
             why = _structure_mismatch(objects[0], objects[1])
             if why is not None:
                 raise self.error(node, f"'{n}' is {why} in the two branches of this 'if'")

@@ -478,6 +478,10 @@ class BlockPointer:
     offsets: tuple[Operand, ...]
     block_shape: tuple[int, ...]
     order: tuple[int, ...]
+    # ("shape" or "strides", dimension) of the entries a runtime ``if`` merged from two
+    # branches that set them differently: carried out of the ``if`` as values (as the
+    # offsets always are), where the others are the same expression in both branches
+    carried: tuple[tuple[str, int], ...] = ()
 
     @property
     def view(self) -> ViewArg:
@@ -570,7 +574,7 @@ def advance(b: Builder, bp: Any, offsets: Any) -> BlockPointer:
                       f"{type(bp).__name__}")
     deltas = _operands(b, offsets, "advance offsets", len(bp.block_shape))
     moved = tuple(_add(b, o, d) for o, d in zip(bp.offsets, deltas))
-    return BlockPointer(bp.origin, bp.shape, bp.strides, moved, bp.block_shape, bp.order)
+    return dataclasses.replace(bp, offsets=moved)
 
 
 def _add(b: Builder, x: Operand, y: Operand) -> Operand:

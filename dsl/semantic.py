@@ -1350,7 +1350,7 @@ def _check_atomic_element(b: Builder, what: str, op: str, element: DType, kind: 
     """Refuse an atomic on elements it has no meaning for (``kind``: "tensor" or
     "pointer", as the message names the target)."""
     if op in ("and", "or", "xor") and not (element.is_int and not element.is_bool):
-        raise b.error(f"{what}() needs an integer {kind}, got {element.name}")
+        raise b.error(f"{what}() needs an integer tensor, got {element.name}")
     if element.is_bool and op not in ("xchg", "cas"):
         raise b.error(f"{what}() does not accept an int1 {kind}")
     if element.is_fp8():

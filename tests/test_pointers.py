@@ -719,6 +719,76 @@ def test_block_pointers_a_runtime_if_bound_to_different_arguments():
         stack_tiles[(2,)](out, a, b[:6].copy(), 7, 5, BR=4, BC=8)  # a row past b's end
 
 
+@dsl.jit
+def tile_of_either_layout(out_ptr, a_ptr, b_ptr, flag, ma, na, sa, mb, nb, sb,
+                          SAME_ARGUMENT: dsl.constexpr):
+    """A block pointer a runtime ``if`` made with another shape and strides in each
+    branch (over two arguments, or one), then read after the ``if``."""
+    if flag > 0:
+        bp = dsl.make_block_ptr(a_ptr, (ma, na), (sa, 1), (0, 0), (4, 4), (1, 0))
+    elif SAME_ARGUMENT:
+        bp = dsl.make_block_ptr(a_ptr, (mb, nb), (sb, 1), (0, 0), (4, 4), (1, 0))
+    else:
+        bp = dsl.make_block_ptr(b_ptr, (mb, nb), (sb, 1), (0, 0), (4, 4), (1, 0))
+    r = dsl.arange(0, 4)[:, None]
+    c = dsl.arange(0, 4)[None, :]
+    dsl.store(out_ptr + r * 4 + c, dsl.load(bp, boundary_check=(0, 1), padding_option="zero"))
+
+
+@pytest.mark.parametrize("same_argument", [False, True])
+def test_block_pointers_an_if_made_with_different_shapes_and_strides(same_argument):
+    """Session 23's fuzzing found the else branch's block pointer taking the then
+    branch's shape and strides (a silent wrong answer, compiled-CPU too): the entries
+    the branches set differently are carried out of the 'if' now."""
+    a = np.arange(100, 104, dtype=np.float32)  # 1 x 4
+    b = np.arange(24, dtype=np.float32)  # 4 x 6
+    first = b if same_argument else a  # what the then branch reads, as 1 x 4
+    for flag, expected in ((0, b.reshape(4, 6)[:, :4]),
+                           (1, np.pad(first[:4].reshape(1, 4), ((0, 3), (0, 0))))):
+        out = np.full(16, -1.0, np.float32)
+        tile_of_either_layout[(1,)](out, first, b, flag, 1, 4, 4, 4, 6, 6,
+                                    SAME_ARGUMENT=same_argument)
+        np.testing.assert_array_equal(out.reshape(4, 4), expected)
+        differential(tile_of_either_layout, (np.zeros(16, np.float32), first, b, flag, 1, 4,
+                                             4, 4, 6, 6), {"SAME_ARGUMENT": same_argument},
+                     grid=(1,))
+
+
+@dsl.jit
+def block_pointer_reshaped_by_data(x_ptr, n_ptr, out_ptr, rows, cols, STEPS: dsl.constexpr):
+    acc = dsl.zeros((4, 4), dsl.float32)
+    bp = dsl.make_block_ptr(x_ptr, (rows, cols), (cols, 1), (0, 0), (4, 4), (1, 0))
+    for i in range(STEPS):
+        acc += dsl.load(bp, boundary_check=(0, 1))
+        bp = dsl.make_block_ptr(x_ptr, (dsl.load(n_ptr, i), cols), (cols, 1), (4 * (i + 1), 0),
+                                (4, 4), (1, 0))
+    dsl.store(out_ptr, dsl.arange(0, 4)[:, None] * 4 + dsl.arange(0, 4)[None, :], acc)
+
+
+@dsl.jit
+def block_pointer_remade_from_the_same_values(x_ptr, out_ptr, rows, cols, STEPS: dsl.constexpr):
+    acc = dsl.zeros((4, 4), dsl.float32)
+    bp = dsl.make_block_ptr(x_ptr, (rows * 1, cols), (cols, 1), (0, 0), (4, 4), (1, 0))
+    for i in range(STEPS):
+        acc += dsl.load(bp, boundary_check=(0, 1))
+        bp = dsl.make_block_ptr(x_ptr, (rows * 1, cols), (cols, 1), (4 * (i + 1), 0), (4, 4),
+                                (1, 0))
+    dsl.store(out_ptr, dsl.arange(0, 4)[:, None] * 4 + dsl.arange(0, 4)[None, :], acc)
+
+
+def test_a_loop_carried_block_pointer_keeps_its_shape_or_is_refused():
+    """Remade in each iteration from the same values, a block pointer is carried (its
+    shape recomputed is the same expression); remade with a shape that may change (a
+    loaded bound), it is refused at compile time instead of keeping the first one."""
+    x = np.arange(96, dtype=np.float32).reshape(16, 6)
+    out = np.zeros(16, np.float32)
+    block_pointer_remade_from_the_same_values[(1,)](x, out, 16, 6, STEPS=3)
+    np.testing.assert_array_equal(out.reshape(4, 4), sum(x[4 * i:4 * i + 4, :4] for i in range(3)))
+    with pytest.raises(dsl.DSLCompileError, match="loop-carried variable 'bp' is two block "
+                       "pointers of different shapes"):
+        block_pointer_reshaped_by_data[(1,)](x, np.full(3, 16, np.int32), out, 16, 6, STEPS=3)
+
+
 def test_chosen_block_pointers_lower_to_hivm_within_ub(toolchain):
     f32 = dsl.tensor_spec("float32")
     lowered = stack_tiles.lower(f32, f32, f32, 1024, 1024, target="Ascend910B4", BR=16,
