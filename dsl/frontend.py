@@ -887,6 +887,11 @@ class _Visitor:
         for n in sorted(assigned):
             if not all(n in s for s in scopes) or all(s[n] is outer.get(n) for s in scopes):
                 continue
+            if tail and n != _RETURNED:
+                # nothing runs after this 'if' (a branch that returned took the rest of
+                # the function into the other one): a name it assigns is never read, so
+                # the branches may leave it different, as Triton lets them
+                continue
             objects = [s[n] for s in scopes]
             if not all(_carriable(o) for o in objects):
                 kinds = sorted({type(o).__name__ for o in objects if not _carriable(o)})
@@ -1521,8 +1526,10 @@ class _Visitor:
             pair = [sem.binary(self.b, "ne", x, 0) for x in (fn.target, args[0])]
             return sem.binary(self.b, "and" if fn.name == "logical_and" else "or", *pair)
         if fn is lang.constexpr:  # tl.constexpr(value) inside a Triton kernel
-            if len(args) != 1 or kwargs or _is_value(args[0]):
+            if len(args) != 1 or kwargs or (_is_value(args[0]) and not self.src.triton):
                 raise self.error(node, "constexpr() wraps one compile-time value")
+            # (Triton's constexpr() holds a runtime value too, which its operators unwrap:
+            # xformers' split-K attention wraps a loaded bound)
             return args[0]
         if isinstance(fn, _Method):
             method = self.member_function(node, fn.name)

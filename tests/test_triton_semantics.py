@@ -1203,3 +1203,71 @@ def test_a_load_other_outside_the_type_compiled_cpu(cpu_toolchain):
     x = np.arange(1, 9).astype(np.uint8)
     differential(dsl.from_triton(masked_with_a_wrapping_other), (x, np.zeros(8, np.uint8), 3),
                  {"OTHER": -1}, grid=(1,))
+
+
+# ------------------------------------------- session 23: flash-attn, DeepSpeed, xformers
+
+
+@triton.jit
+def doubled_unless_past_the_end(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """flash-attn's rotary kernel: an early return, then a pointer argument rebound
+    to a block of pointers (a scalar pointer in the returning branch)."""
+    pid = tl.program_id(0)
+    if pid * BLOCK >= n:
+        return
+    x_ptr = x_ptr + pid * BLOCK + tl.arange(0, BLOCK)
+    mask = pid * BLOCK + tl.arange(0, BLOCK) < n
+    tl.store(out_ptr + pid * BLOCK + tl.arange(0, BLOCK), tl.load(x_ptr, mask=mask) * 2,
+             mask=mask)
+
+
+@triton.jit
+def masked_first_tile(x_ptr, out_ptr, MASK: tl.constexpr, BLOCK: tl.constexpr):
+    """DeepSpeed's matmul_4d_kernel: a name the returning branch made float16 is
+    float32 on the other path (``c += where(..., 0, 2.0)``)."""
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    if MASK:  # noqa: SIM102  (a constexpr 'if' around a runtime one, as DeepSpeed's)
+        if pid == 0:
+            c = tl.zeros((BLOCK,), dtype=out_ptr.dtype.element_ty) - 1.0
+            tl.store(out_ptr + offs, c)
+            return
+    c = tl.load(x_ptr + offs)
+    c += tl.where(offs > 5, 0, 2.0)
+    tl.store(out_ptr + offs, c)
+
+
+@triton.jit
+def count_past_a_loaded_bound(n_ptr, out_ptr, BLOCK: tl.constexpr):
+    """xformers' split-K attention: ``tl.constexpr`` wrapped around a runtime block."""
+    offs = tl.arange(0, BLOCK)
+    shifted = tl.constexpr(offs - 3 + tl.load(n_ptr))
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in range(0, 4):
+        acc += tl.where(shifted >= i, 1.0, 0.0)
+    tl.store(out_ptr + offs, acc)
+
+
+def test_names_a_returning_branch_leaves_different_and_constexpr_of_a_runtime_value():
+    """Refused before ("'x_ptr' is a pointer of shape [] in one branch and of shape [4]
+    in the other", "'c' is float16[4] in one branch and float32[4] in the other",
+    "constexpr() wraps one compile-time value"): after an 'if' one of whose branches
+    returns, nothing reads the names it assigned, so they need not agree."""
+    x = np.arange(10, dtype=np.float32)
+    out = np.zeros(10, np.float32)
+    kernel = dsl.from_triton(doubled_unless_past_the_end)
+    kernel[(4,)](x, out, 10, BLOCK=4)  # program 3 returns at once
+    np.testing.assert_array_equal(out, x * 2)
+    differential(kernel, (x, np.zeros(10, np.float32), 10), {"BLOCK": 4}, grid=(4,))
+    h = np.arange(8, dtype=np.float16)
+    out16 = np.zeros(8, np.float16)
+    kernel = dsl.from_triton(masked_first_tile)
+    kernel[(2,)](h, out16, MASK=True, BLOCK=4)
+    np.testing.assert_array_equal(out16, [-1, -1, -1, -1, 6, 7, 6, 7])
+    differential(kernel, (h, np.zeros(8, np.float16)), {"MASK": True, "BLOCK": 4}, grid=(2,))
+    counts = np.zeros(8, np.float32)
+    kernel = dsl.from_triton(count_past_a_loaded_bound)
+    kernel[(1,)](np.array([2], np.int32), counts, BLOCK=8)
+    np.testing.assert_array_equal(counts, [sum(j - 1 >= i for i in range(4)) for j in range(8)])
+    differential(kernel, (np.array([2], np.int32), np.zeros(8, np.float32)), {"BLOCK": 8},
+                 grid=(1,))
