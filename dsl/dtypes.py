@@ -115,9 +115,6 @@ class DType:
     is_fp8e5 = _named("float8e5")
     is_fp8e4b8 = _named("float8e4b8")
     is_fp8e5b16 = _named("float8e5b16")
-
-    def is_fp8e4b15(self) -> bool:
-        return False  # Triton's own e4m3 with bias 15: not a dtype here
     is_int8 = _named("int8")
     is_int16 = _named("int16")
     is_int32 = _named("int32")
@@ -126,6 +123,9 @@ class DType:
     is_uint16 = _named("uint16")
     is_uint32 = _named("uint32")
     is_uint64 = _named("uint64")
+
+    def is_fp8e4b15(self) -> bool:
+        return False  # Triton's own e4m3 with exponent bias 15: not a dtype here
 
     def is_ptr(self) -> bool:
         return False  # a tensor argument's .dtype is its element type here

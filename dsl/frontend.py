@@ -538,13 +538,12 @@ def _kind(x: Any) -> str:
     return "block pointer" if isinstance(x, BlockPointer) else "value"
 
 
-
-
 def _structure_mismatch(a: Any, b: Any) -> str | None:
     """Why ``b`` cannot take ``a``'s place through a loop or out of an ``if`` (None: it
     can). Their IR values are merged, so both must be plain values, or pointers into
-    one tensor argument -- block pointers also with one block shape and order, and no
-    constant shape or stride that differs (only their offsets move)."""
+    one tensor argument -- block pointers also with one block shape and order, and
+    shape and stride entries that are the same expressions, but for those an ``if``
+    carries (``_carry_entries``): a loop carries only the offsets and those."""
     if _kind(a) != _kind(b):
         return f"a {_kind(a)} and a {_kind(b)}"
     if type(a) is tuple:
