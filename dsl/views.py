@@ -109,9 +109,8 @@ class TensorView(_Shaped):
         extra = (limit - (buffer.ctypes.data + buffer.nbytes)) // buffer.itemsize
         if extra <= 0:
             return buffer
-        return as_strided(buffer, shape=(buffer.size + extra,),
-                                               strides=(buffer.itemsize,),
-                                               writeable=buffer.flags.writeable)
+        return as_strided(buffer, shape=(buffer.size + extra,), strides=(buffer.itemsize,),
+                          writeable=buffer.flags.writeable)
 
     def kernel_buffer(self) -> np.ndarray:
         """The flat buffer starting at the lowest address the view touches, as kernels
@@ -126,10 +125,9 @@ class TensorView(_Shaped):
         item = self.buffer.itemsize
         if self.numel == 0:
             return np.empty(self.shape, self.buffer.dtype)
-        return as_strided(
-            self.buffer[self.base:], shape=self.shape,
-            strides=tuple(s * item for s in self.strides),
-            writeable=self.buffer.flags.writeable)
+        return as_strided(self.buffer[self.base:], shape=self.shape,
+                          strides=tuple(s * item for s in self.strides),
+                          writeable=self.buffer.flags.writeable)
 
     def __repr__(self) -> str:
         return f"TensorView({self.dtype}, shape={list(self.shape)}, strides={list(self.strides)})"
