@@ -1489,7 +1489,9 @@ class _Visitor:
         out, dim = base, 0
         for item in items:
             if isinstance(item, ast.Constant) and item.value is None:
-                out = sem.expand_dims(self.b, out, dim)
+                # (a ':' past the last axis passed in a Triton kernel: a scalar's
+                # s[:, None] is Triton's one-element block, as s[None] is)
+                out = sem.expand_dims(self.b, out, min(dim, out.type.rank))
                 dim += 1
             elif isinstance(item, ast.Slice) and item.lower is None and item.upper is None \
                     and item.step is None:

@@ -1271,3 +1271,23 @@ def test_names_a_returning_branch_leaves_different_and_constexpr_of_a_runtime_va
     np.testing.assert_array_equal(counts, [sum(j - 1 >= i for i in range(4)) for j in range(8)])
     differential(kernel, (np.array([2], np.int32), np.zeros(8, np.float32)), {"BLOCK": 8},
                  grid=(1,))
+
+
+@triton.jit
+def scale_rows_by_a_scalar(s_ptr, v_ptr, out_ptr, N: tl.constexpr):
+    """SGLang's and vLLM's fp8 fused MoE with swapped operands: a loaded scalar scale
+    indexed ``[:, None]`` (Triton's one-element block) times a block."""
+    offs = tl.arange(0, N)
+    s = tl.load(s_ptr)
+    tl.store(out_ptr + offs, tl.reshape(s[:, None] * tl.load(v_ptr + offs)[None, :], (N,)))
+
+
+def test_a_scalar_indexed_colon_none_is_a_one_element_block():
+    """It crashed the interpreter (NumPy's "axis 2 is out of bounds")."""
+    v = np.array([2, 4, 6, 8], np.float32)
+    out = np.zeros(4, np.float32)
+    kernel = dsl.from_triton(scale_rows_by_a_scalar)
+    kernel[(1,)](np.array([1.5], np.float32), v, out, N=4)
+    np.testing.assert_array_equal(out, v * 1.5)
+    differential(kernel, (np.array([1.5], np.float32), v, np.zeros(4, np.float32)), {"N": 4},
+                 grid=(1,))
