@@ -393,6 +393,13 @@ def binary(b: Builder, op: str, lhs: Operand, rhs: Operand) -> Value:
         # and its lowering writes the same two ops, so the kernel still compiles
         return unary(b, "floor", binary(b, "truediv", lhs, rhs))
     operand_dt, result_dt = binary_dtypes(b, op, lhs, rhs)
+    if operand_dt.is_fp8():
+        # fp8 arithmetic is float32 arithmetic rounded once to the format, by rule 9's
+        # conversion (so float8e4nv saturates, as its casts do; ml_dtypes' own fp8
+        # arithmetic gives NaN past +-448); comparisons compare the exact float32 values
+        wide = [cast(b, as_value(b, x, operand_dt), dt.float32) for x in (lhs, rhs)]
+        computed = binary(b, op, *wide)
+        return cast(b, computed, result_dt) if result_dt.is_fp8() else computed
     if op == "rshift" and b.triton_rules and operand_dt.is_unsigned and \
             _operand_dtype(b, lhs, rhs).kind == "int" and _operand_dtype(b, lhs, rhs).signed:
         # Triton picks an arithmetic shift from the signed left operand, then promotes

@@ -397,3 +397,29 @@ def test_fp8_block_pointers_and_atomics_refused():
                        "tensor"):
         dsl.from_triton(fp8_atomic_add)[(1,)](a, BLOCK=16)
     assert torch.equal(a.view(torch.uint8), before.view(torch.uint8))
+
+
+@triton.jit
+def fp8_arithmetic(x_ptr, y_ptr, out_ptr, less_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x, y = tl.load(x_ptr + offs), tl.load(y_ptr + offs)
+    tl.store(out_ptr + offs, x + y * 2.0)
+    tl.store(less_ptr + offs, (x < y).to(tl.int8))
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=FORMAT_IDS)
+def test_fp8_arithmetic_is_float32_rounded_once_as_a_cast(fmt):
+    """Two values of one format compute in it (Triton's typing): float32 arithmetic
+    rounded by the conversion rule, so float8e4nv's overflow saturates there too
+    (ml_dtypes' own fp8 arithmetic gave NaN past 448)."""
+    _, torch_dtype, _ = fmt
+    g = torch.Generator().manual_seed(7)
+    x = (torch.randn(256, generator=g) * 200).to(torch_dtype)
+    y = (torch.randn(256, generator=g) * 200).to(torch_dtype)
+    out, less = torch.empty(256, dtype=torch_dtype), torch.empty(256, dtype=torch.int8)
+    dsl.from_triton(fp8_arithmetic)[(1,)](x, y, out, less, BLOCK=256)
+    want = (x.float() + (y.float() * 2).to(torch_dtype).float()).to(torch_dtype)
+    assert bool(_bits_or_both_nan(out, want).all())
+    assert torch.equal(less, (x.float() < y.float()).to(torch.int8))
+    if torch_dtype == torch.float8_e4m3fn:
+        assert out.float().abs().max() == 448.0  # some sums overflow and saturate
