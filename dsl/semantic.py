@@ -437,7 +437,7 @@ def ternary(b: Builder, op: str, x: Operand, y: Operand, z: Operand) -> Value:
                      _operand_dtype(b, z, x if isinstance(x, Value) else y))
     if opdef.kinds == ("float",) and common.is_int:
         common = dt.float32
-    if common.kind not in opdef.kinds:
+    if common.kind not in opdef.kinds or common.is_fp8():
         raise b.error(f"{opdef.symbol}() does not accept {common.name} operands")
     values = [as_value(b, v, common) for v in (x, y, z)]
     shape = broadcast_shapes(b, values[0].shape, values[1].shape, opdef.symbol)

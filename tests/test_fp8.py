@@ -276,6 +276,13 @@ def fp8_exp(x_ptr, y_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def fp8_fma(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(y_ptr + offs, tl.fma(x, x, x).to(tl.float32))
+
+
+@triton.jit
 def to_fp8e4b15(x_ptr, y_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(y_ptr + offs, tl.load(x_ptr + offs).to(tl.float8e4b15).to(tl.float32))
@@ -297,6 +304,8 @@ def test_fp8_typing_follows_triton_and_refusals_name_the_problem():
                                             BLOCK=16)
     with pytest.raises(dsl.DSLCompileError, match="exp"):
         dsl.from_triton(fp8_exp)[(1,)](x, out, BLOCK=16)
+    with pytest.raises(dsl.DSLCompileError, match="fma.. does not accept float8e4nv"):
+        dsl.from_triton(fp8_fma)[(1,)](x, out, BLOCK=16)
     with pytest.raises(dsl.DSLCompileError, match="float8e4b15 .*no torch or NumPy type"):
         dsl.from_triton(to_fp8e4b15)[(1,)](torch.randn(16), out, BLOCK=16)
     assert not out.any()
