@@ -26,6 +26,10 @@ _QUOTED = 4000  # characters of a tool's output quoted in an error
 _QUOTED_HEAD = 1500  # of those, from its start (an assertion's text comes first)
 # where LLVM's crash handler starts (its request for a bug report, then "Stack dump:")
 _STACK_DUMP = re.compile(r"^(PLEASE submit a bug report[^\n]*\n)?Stack dump:", re.MULTILINE)
+# MLIR's verifier warning about an op without a location (and its note), which
+# triton-adapter-opt prints before the error that stopped it
+_NO_LOCATION = re.compile(r"^<unknown>:0: warning: [^\n]*have no location!\n"
+                          r"(<unknown>:0: note: [^\n]*\n)?", re.MULTILINE)
 
 
 # Toolchain failures whose text does not say what in the kernel causes them: the
@@ -108,7 +112,11 @@ def quoted(output: str) -> str:
     """A tool's output as an error quotes it: whole when short, else its start and its
     end. A crashing MLIR tool prints the assertion first and then a long stack dump,
     so the end alone hid what failed; the dump itself (addresses in the tool's
-    binary) is left out, with its first line, the tool's arguments, kept."""
+    binary) is left out, with its first line, the tool's arguments, kept; so is a
+    verifier warning about an op without a location when an error follows it (it came
+    first, and a summary's first line was the warning, not what failed)."""
+    if "error:" in output:
+        output = _NO_LOCATION.sub("", output)
     dump = _STACK_DUMP.search(output)
     if dump is not None:
         arguments = output[dump.end():].lstrip("\n").split("\n", 1)[0]

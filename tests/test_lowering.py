@@ -312,6 +312,22 @@ def test_a_failing_tools_error_quotes_the_start_and_the_end_of_its_output():
         "tool exited with status 3"
 
 
+def test_a_location_warning_before_the_error_is_left_out():
+    """triton-adapter-opt printed a verifier warning ("... have no location!") and its
+    note before the error that stopped it: a summary's first line named the warning
+    (session 23's fuzzer, a byte store through a pointer argument cast to uint8)."""
+    from lowering.toolrun import failure_text
+
+    warning = ('<unknown>:0: warning: "linalg.yield"(%arg12) : (i8) -> () and its users '
+               'all have no location!\n<unknown>:0: note: see current operation: '
+               '"linalg.yield"(%arg12) : (i8) -> ()\n')
+    error = "/c/triton/k.py:24:48: error: expected result type with offset = 0 instead of 4\n"
+    text = failure_text(subprocess.CompletedProcess(["triton-adapter-opt"], 1, "", warning + error))
+    assert text == error.strip()
+    alone = failure_text(subprocess.CompletedProcess(["triton-adapter-opt"], 1, "", warning))
+    assert alone.startswith("<unknown>:0: warning:")  # nothing else to say: kept
+
+
 def test_a_crashed_tools_stack_dump_is_left_out_and_its_location_found():
     """LLVM's crash handler prints a stack dump of addresses in the tool's binary after
     the error; the error quoted it (26 frames, found in session 20). It keeps the
