@@ -404,6 +404,13 @@ class Function:
         return frozenset(op.tensor for op in self.walk()
                          if op.defn.writes_memory and not op.defn.host_address)
 
+    def tensors_observed(self) -> frozenset[str]:
+        """Names of the tensor parameters whose memory the kernel may read: through
+        their views, or every one when it accesses memory at integer addresses."""
+        if self.host_addresses():
+            return frozenset(p.user_name for p in self.params if p.role == "tensor")
+        return self.tensors_read()
+
     def host_addresses(self) -> bool:
         """True when some op accesses memory at integer addresses (a Triton pointer
         cast from an integer), which may be any tensor's memory."""

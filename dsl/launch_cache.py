@@ -176,6 +176,7 @@ class TensorRecipe:
     name: str
     position: int  # among the call's given arguments
     stored: bool
+    observed: bool  # possibly read by the kernel (``Function.tensors_observed``)
     through_pointers: bool
     torch: bool  # passed as a torch tensor (autograd is told about writes)
     contiguous_array: bool  # a C-contiguous NumPy array: its view is built inline
@@ -365,9 +366,9 @@ class LaunchRecipe:
                 continue
             if t.torch and grad_leaf(values[t.position]):
                 raise kernel.grad_leaf_error(t.name)
-            for other in self.tensors:
-                if other is not t and partially_overlaps(bound[t.name].view,
-                                                         bound[other.name].view):
+            for other in self.tensors:  # (as JITFunction.prepare_binding checks)
+                if other is not t and other.observed and \
+                        partially_overlaps(bound[t.name].view, bound[other.name].view):
                     raise kernel.overlap_error(t.name, other.name)
         runtime: list[Any] = []
         for entry in self.runtime:
@@ -401,7 +402,7 @@ def build_recipe(shape: CallShape, launch_values: tuple[Any, ...], launch: Launc
     fixed by the call key."""
     fn = launch.function
     positions = {name: i for i, name in enumerate(shape.names)}
-    stored = fn.tensors_written()
+    stored, observed = fn.tensors_written(), fn.tensors_observed()
     through = fn.tensors_through_pointers()
     tensors = []
     for name, t in launch.tensors.items():
@@ -417,8 +418,9 @@ def build_recipe(shape: CallShape, launch_values: tuple[Any, ...], launch: Launc
         scalar = array and not contiguous and not any(value.strides)
         contiguous_tensor = is_torch_tensor(value) and view.numel > 0 and \
             to_numpy(value).flags.c_contiguous
-        tensors.append(TensorRecipe(name, positions[name], name in stored, name in through,
-                                    name in torch_names, contiguous, scalar, contiguous_tensor,
+        tensors.append(TensorRecipe(name, positions[name], name in stored, name in observed,
+                                    name in through, name in torch_names, contiguous, scalar,
+                                    contiguous_tensor,
                                     (slice(0, 1),) * value.ndim if scalar else (), view.dtype,
                                     view.shape, view.strides, t.sizes, t.strides, t.base,
                                     span))

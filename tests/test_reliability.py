@@ -488,6 +488,41 @@ def test_a_dsl_kernel_whose_stores_partially_overlap_its_loads_is_refused():
 
 
 @dsl.jit
+def store_row_bytes_and_scale(row_bytes, row_scales, rows, READ_BACK: dsl.constexpr):
+    """Rows of 8 bytes: 4 data bytes through a uint8 view of the memory, then a
+    float32 scale through a float32 view of the same memory (SGLang's fp8 KV-cache
+    writers); with READ_BACK the bytes are also read."""
+    pid = dsl.program_id(0)
+    lane = dsl.arange(0, 4)
+    data = (lane + pid * 4).to(dsl.uint8)
+    if READ_BACK:
+        data += dsl.load(row_bytes, pid * 8 + lane)
+    dsl.store(row_bytes, pid * 8 + lane, data)
+    dsl.store(row_scales, pid * 2 + 1, pid.to(dsl.float32) * 0.5)
+
+
+def test_views_of_one_memory_a_kernel_only_writes_may_overlap():
+    """Refused before session 23 (SGLang's KV-cache writers): only an argument the
+    kernel reads can see the order of another's stores into its memory. Reading one
+    of them back is still refused, on the first and on a cached launch."""
+    for _ in range(2):  # (the second launch goes through the launch cache)
+        cache = np.zeros((3, 8), np.uint8)
+        store_row_bytes_and_scale[(3,)](cache.reshape(-1), cache.reshape(-1).view(np.float32),
+                                        3, READ_BACK=False)
+        expected = np.zeros((3, 8), np.uint8)
+        for row in range(3):
+            expected[row, :4] = np.arange(4) + row * 4
+            expected[row, 4:] = np.frombuffer(np.float32(row * 0.5).tobytes(), np.uint8)
+        np.testing.assert_array_equal(cache, expected)
+        with pytest.raises(dsl.DSLLaunchError, match="'row_scales' and 'row_bytes' partially "
+                           "overlap"):
+            store_row_bytes_and_scale[(3,)](cache.reshape(-1),
+                                            cache.reshape(-1).view(np.float32), 3,
+                                            READ_BACK=True)
+        np.testing.assert_array_equal(cache, expected)
+
+
+@dsl.jit
 def reads_the_neighbours_block(buf, n, BLOCK: dsl.constexpr):
     pid = dsl.program_id(0)
     mine = pid * BLOCK + dsl.arange(0, BLOCK)
