@@ -17,7 +17,7 @@ import dsl
 from dsl import numerics
 from dsl.targets import get_target
 from lowering import cpu, ub
-from lowering.compiler import _generate_and_compile, cache_dir
+from lowering.compiler import cache_dir, compile_triton, import_kernel, write_source
 from lowering.toolrun import LoweringError
 from lowering.triton_codegen import generate
 
@@ -345,10 +345,11 @@ def test_the_toolchain_itself_refuses_the_generated_fp8_source(toolchain):
     (which spells the fp8 types), stops at 'unexpected type fp8.' (when a later
     toolchain takes fp8, this fails and the refusal can go)."""
     kernel, args = _fp8_copy()
-    fn = kernel.ir(*args, BLOCK=128)
-    assert "tl.float8e5" in generate(fn).source
+    generated = generate(kernel.ir(*args, BLOCK=128))
+    assert "tl.float8e5" in generated.source
+    jit_fn = import_kernel(write_source(generated, cache_dir()), generated.name)
     with pytest.raises(LoweringError, match="unexpected type fp8"):
-        _generate_and_compile(fn, False, get_target("Ascend910B4"), [], cache_dir())
+        compile_triton(jit_fn, generated.signature, {}, get_target("Ascend910B4"), [])
 
 
 def test_unified_buffer_model_counts_one_byte_per_fp8_element():
