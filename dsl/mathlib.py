@@ -209,14 +209,57 @@ def _atan2_of(e: _Expr, y: Value, x: Value) -> Value:
     return e.where(nan, e.add(x, y), angle)
 
 
+# asin on [0, 1/2]: a + a * z * P(z) with z = a*a (the minimax coefficients of Cephes'
+# asinf); above 1/2 through asin(a) = pi/2 - 2 asin(s), s = sqrt((1 - a) / 2) <= 1/2,
+# with pi/2 and s each split in two (as fdlibm's asin and acos do) so the subtraction
+# loses nothing: asin within 0.71 and acos within 0.9 fp32 ulps of float64 (measured
+# over 3.9 million points of [-1, 1]).
+_ASIN_P = (4.2163199048e-2, 2.4181311049e-2, 4.5470025998e-2, 7.4953002686e-2,
+           1.6666752422e-1)
+_PI_2_HI = 1.5707963705062866  # pi/2 rounded to fp32, and the rest of it
+_PI_2_LO = -4.371139006309477e-08
+_PI_HI = 3.1415927410125732  # 2 * _PI_2_HI, exact
+
+
+class _AsinParts:
+    """The reduction asin and acos share, for a = |x|: ``big`` (a > 1/2), ``s`` (a,
+    or sqrt(z) when big), ``q`` = z * P(z) so that asin(s) = s + s * q, and when big
+    s = ``s_hi`` + ``s_lo`` with s_hi's low 12 bits clear (its square is exact)."""
+
+    def __init__(self, e: _Expr, x: Value) -> None:
+        a = e.fn("abs", x)
+        self.big = e.cmp("gt", a, 0.5)
+        z = e.where(self.big, e.mul(0.5, e.sub(1.0, a)), e.mul(a, a))
+        self.s = e.where(self.big, e.fn("sqrt", z), a)
+        poly = _ASIN_P[0]
+        for c in _ASIN_P[1:]:
+            poly = e.add(e.mul(poly, z), c)
+        self.q = e.mul(poly, z)
+        bits = sem.bitcast(e.b, self.s, dt.int32)
+        self.s_hi = sem.bitcast(e.b, sem.binary(e.b, "and", bits, -4096), dt.float32)
+        # z - s_hi**2 is exact; over (s + s_hi) it is s's remainder (0 at s = 0)
+        positive = e.cmp("gt", self.s, 0.0)
+        self.s_lo = e.where(positive, e.div(e.sub(z, e.mul(self.s_hi, self.s_hi)),
+                                            e.where(positive, e.add(self.s, self.s_hi), 1.0)),
+                            0.0)
+
+
 def _asin(e: _Expr, x: Value) -> Value:
-    # asin(x) = atan2(x, sqrt((1 - x)(1 + x))): accurate near 0 and near +-1
-    return _atan2_of(e, x, e.fn("sqrt", e.mul(e.sub(1.0, x), e.add(1.0, x))))
+    r = _AsinParts(e, x)
+    near = e.add(e.mul(r.s, r.q), r.s)
+    # pi/2 - 2(s + s q) = (pi/2_hi - 2 s_hi) + ((pi/2_lo - 2 s_lo) - 2 s q)
+    far = e.add(e.sub(_PI_2_HI, e.mul(2.0, r.s_hi)),
+                e.sub(e.sub(_PI_2_LO, e.mul(2.0, r.s_lo)), e.mul(e.mul(2.0, r.s), r.q)))
+    return e.negate_if(e.negative(x), e.where(r.big, far, near))
 
 
 def _acos(e: _Expr, x: Value) -> Value:
-    # acos(x) = 2 atan2(sqrt(1 - x), sqrt(1 + x))
-    return e.mul(2.0, _atan2_of(e, e.fn("sqrt", e.sub(1.0, x)), e.fn("sqrt", e.add(1.0, x))))
+    r = _AsinParts(e, x)
+    # |x| <= 1/2: pi/2 - asin(x); x < -1/2: pi - 2 asin(s); x > 1/2: 2 asin(s)
+    near = e.sub(_PI_2_HI, e.sub(x, e.sub(_PI_2_LO, e.mul(x, r.q))))
+    left = e.sub(_PI_HI, e.mul(2.0, e.add(r.s, e.sub(e.mul(r.s, r.q), _PI_2_LO))))
+    right = e.mul(2.0, e.add(r.s_hi, e.add(r.s_lo, e.mul(r.s, r.q))))
+    return e.where(r.big, e.where(e.cmp("gt", x, 0.0), right, left), near)
 
 
 # Lanczos' approximation of the gamma function (g = 7, nine terms), the commonly

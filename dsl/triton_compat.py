@@ -45,6 +45,7 @@ from dsl import language as lang
 from dsl.errors import DSLCompileError, DSLError, DSLLaunchError
 from dsl.frontend import KernelSource, Unsupported, constexpr_function
 from dsl.jit import JITFunction
+from dsl.pointers import TensorDescriptor
 
 # triton.language dtype names -> DSL dtypes (Triton's own fp8e4b15 has no counterpart).
 _DTYPES = {"fp16": dt.float16, "bf16": dt.bfloat16, "fp32": dt.float32, "fp64": dt.float64,
@@ -57,7 +58,8 @@ _DTYPES = {"fp16": dt.float16, "bf16": dt.bfloat16, "fp32": dt.float32, "fp64": 
 _CLASSES = {"constexpr": lang.constexpr, "const": lang.const, "tensor": lang.tensor,
             "dtype": dt.DType, "pointer_type": lang.pointer_type, "range": lang.range,
             "static_range": lang.static_range, "parallel": lang.range, "PropagateNan": lang.PropagateNan,
-            "PROPAGATE_NAN": lang.PropagateNan}
+            "PROPAGATE_NAN": lang.PropagateNan, "tensor_descriptor": TensorDescriptor,
+            "tensor_descriptor_base": TensorDescriptor}
 
 # Triton builtins whose DSL counterpart has another name.
 _RENAMED = {"sqrt_rn": "sqrt"}

@@ -1234,3 +1234,24 @@ def test_warmup_compiles_runs_nothing_and_returns_a_launchable_kernel():
     np.testing.assert_array_equal(out, x + 1)
     with pytest.raises(triton.compiler.errors.CompilationError, match="uint7"):
         bits_of.warmup(x, np.zeros(8, np.uint32), N=8, BITS=7, grid=(1,))
+
+
+@triton.jit
+def descriptor_or_pointer_kernel(x, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    # upstream Triton's fused-attention tutorial takes a host descriptor or a pointer
+    if isinstance(x, tl.tensor_descriptor):
+        src = x
+    else:
+        src = tl.make_tensor_descriptor(x, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    tl.static_assert(isinstance(dst, tl.tensor_descriptor))
+    tl.static_assert(not isinstance(out_ptr, tl.tensor_descriptor))
+    offsets = [tl.program_id(0) * BM, 0]
+    dst.store(offsets, src.load(offsets) * 2)
+
+
+def test_isinstance_of_tensor_descriptor_folds(torch):
+    x = torch.rand(12, 16)
+    out = torch.zeros(12, 16)
+    dsl.from_triton(descriptor_or_pointer_kernel)[(3,)](x, out, 12, 16, BM=4, BN=16)
+    assert torch.equal(out, x * 2)
