@@ -367,6 +367,11 @@ class _Method:
     name: str
 
 
+def _is_constant(value: Any) -> bool:
+    """A compile-time constant (what Triton holds as a ``tl.constexpr``)."""
+    return value is None or isinstance(value, (bool, int, float, str, DType))
+
+
 def _as_triton(value: Any) -> Any:
     """A compile-time argument as a plain Python function called from a Triton kernel
     sees it: a dtype is Triton's (whose ``is_int`` is a method: ``dtype.is_int()``)."""
@@ -1583,18 +1588,36 @@ class _Visitor:
             return fn(*args, **kwargs)
         if isinstance(fn, type) and issubclass(fn, Exception):
             raise self.error(node, "raising exceptions is not supported in kernels")
-        if self.src.triton and isinstance(fn, types.FunctionType) and not any(
-                _is_value(a) for a in (*args, *kwargs.values())):
-            # Triton's code generator calls any other Python function at compile time
-            # (FlagGems' ``@tl.constexpr def get_scan_accum_type(dtype)``)
-            try:
-                return self.src.foreign(fn(*map(_as_triton, args),
-                                           **{k: _as_triton(a) for k, a in kwargs.items()}))
-            except Exception as exc:
-                raise self.error(node, f"{fn.__name__}() failed at compile time: "
-                                       f"{type(exc).__name__}: {exc}") from None
+        if self.src.triton and isinstance(fn, types.FunctionType):
+            return self.call_python_function(node, fn, args, kwargs)
         raise self.error(node.func, f"'{ast.unparse(node.func)}' is not a DSL builtin or a "
                                     "@dsl.jit function")
+
+    def call_python_function(self, node: ast.Call, fn: Callable[..., Any], args: list[Any],
+                             kwargs: dict[str, Any]) -> Any:
+        """A plain Python function a Triton kernel calls: Triton's code generator runs
+        it at compile time (FlagGems' ``@tl.constexpr def get_scan_accum_type(dtype)``).
+        A function marked a builtin (``fn.__triton_builtin__``: PyTorch Inductor's
+        ``@triton_builtin`` helpers) gets constexprs as ``tl.constexpr`` objects and a
+        ``_builder``, any other gets them unwrapped; runtime values are passed as
+        they are (a helper may test or return them, not compute with them)."""
+        if getattr(fn, "__triton_builtin__", False):
+            import triton.language as tl  # (a Triton kernel: Triton is installed)
+
+            def convert(a: Any) -> Any:
+                return tl.constexpr(_as_triton(a)) if _is_constant(a) else a
+
+            takes = inspect.signature(fn).parameters
+            extra = {name: None for name in ("_builder", "_semantic") if name in takes}
+        else:
+            convert, extra = _as_triton, {}
+        try:
+            result = fn(*map(convert, args), **{k: convert(a) for k, a in kwargs.items()},
+                        **extra)
+        except Exception as exc:
+            raise self.error(node, f"{fn.__name__}() failed at compile time: "
+                                   f"{type(exc).__name__}: {exc}") from None
+        return self.src.foreign(result)
 
     def is_instance(self, node: ast.Call, obj: Any, classes: Any) -> bool:
         """``isinstance(obj, classes)`` at compile time: ``tl.tensor`` is any runtime

@@ -61,6 +61,10 @@ _CLASSES = {"constexpr": lang.constexpr, "const": lang.const, "tensor": lang.ten
             "PROPAGATE_NAN": lang.PropagateNan, "tensor_descriptor": TensorDescriptor,
             "tensor_descriptor_base": TensorDescriptor}
 
+# Plain functions of Triton's that a kernel may call as they are, at compile time
+# (PyTorch Inductor's split-scan helpers unwrap a dtype argument).
+_PLAIN_FUNCTIONS = frozenset({"_unwrap_if_constexpr"})
+
 # Triton builtins whose DSL counterpart has another name.
 _RENAMED = {"sqrt_rn": "sqrt"}
 
@@ -144,6 +148,8 @@ def translate(obj: Any) -> Any:
             return lang.cdiv  # folds on constexprs, and works on tensors
         if name in _CONSTEXPR_HELPERS:
             return _CONSTEXPR_HELPERS[name]
+        if name in _PLAIN_FUNCTIONS and isinstance(obj, types.FunctionType):
+            return obj
         name = _RENAMED.get(name, name)
         target = getattr(lang, name, None)
         if target is not None and getattr(target, "__dsl_builtin__", False):

@@ -48,7 +48,7 @@ import numpy as np
 
 from dsl import inline_asm as asm_eval
 from dsl import philox
-from dsl.errors import DataRaceError, DeviceAssertionError, DSLRuntimeError
+from dsl.errors import DataRaceError, DeviceAssertionError, DSLRuntimeError, OutOfBoundsError
 from dsl.host_memory import AddressAccess, HostMemory, resolve
 from dsl.ir import Block, Function, Op, Value, walk_block
 from dsl.numerics import (
@@ -311,6 +311,17 @@ class Interpreter:
                     self.journal = StoreJournal("deferred" if self.independent else "undo")
                     self.race_by_value = True
                     return False
+                except OutOfBoundsError:
+                    if not self.may_fail:
+                        raise
+                    # the pre-pass skips the checks that are not accesses (a
+                    # device_assert, a gather's index check), which may come first in
+                    # program order: PyTorch Inductor asserts an index's range on the
+                    # line before the load it guards. Run the launch in order, undone,
+                    # to raise the first failure (this one, when nothing precedes it)
+                    self.only, self.index_slice, self.store_runs = None, None, {}
+                    self.dry_run()
+                    raise
                 finally:
                     self.only = None
             proved = (self.store_runs_provable,
