@@ -367,6 +367,20 @@ class _Method:
     name: str
 
 
+def _loop_binding(tree: ast.FunctionDef, name: str) -> ast.For | ast.While | None:
+    """The first loop of ``tree`` whose target or body binds ``name`` (a name that,
+    not set before it, has no value after it), or None."""
+    for loop in ast.walk(tree):
+        if isinstance(loop, (ast.For, ast.While)):
+            targets = [loop.target] if isinstance(loop, ast.For) else []
+            targets += [t for stmt in loop.body for inner in ast.walk(stmt)
+                        for t in getattr(inner, "targets", [getattr(inner, "target", None)])]
+            if any(isinstance(n, ast.Name) and n.id == name
+                   for t in targets if t is not None for n in ast.walk(t)):
+                return loop
+    return None
+
+
 def _is_constant(value: Any) -> bool:
     """A compile-time constant (what Triton holds as a ``tl.constexpr``)."""
     return value is None or isinstance(value, (bool, int, float, str, DType))
@@ -1203,6 +1217,16 @@ class _Visitor:
         try:
             found = self.src.resolve_name(name)
         except Unresolved as exc:
+            loop = _loop_binding(self.src.tree, name)
+            if loop is not None:
+                own = isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and \
+                    loop.target.id == name
+                raise self.error(node, f"'{name}' is bound only inside the loop at line "
+                                       f"{self.src.loc(loop).line} and has no value after it "
+                                       + ("(Triton compiles a loop variable read after its "
+                                          "loop to an undefined value, ub.poison)" if own else
+                                          "(Triton: not defined)")
+                                       + "; set a variable before the loop") from None
             raise self.error(node, str(exc)) from None
         if self.b.reads is not None:
             self.b.reads.record(self.src, (name,), found)

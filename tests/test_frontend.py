@@ -194,6 +194,23 @@ def block_if(x, out, n):
         dsl.store(out, dsl.arange(0, 4), 1.0)
 
 
+@dsl.jit
+def loop_variable_after_loop(x, out, n):
+    total = 0.0
+    for i in range(n):
+        total += i
+    dsl.store(out, dsl.arange(0, 4), total + i)  # noqa: F821
+
+
+@dsl.jit
+def loop_local_after_loop(x, out, n):
+    k = 0
+    while k < n:
+        last = k * 2.0
+        k += 1
+    dsl.store(out, dsl.arange(0, 4), last + 1)
+
+
 X4 = np.zeros(4, np.float32)
 
 
@@ -205,6 +222,11 @@ X4 = np.zeros(4, np.float32)
     (wrong_builtin_arity, (X4, X4), "dsl.exp()", "v = dsl.exp()", "missing a required argument"),
     (block_if, (X4, X4, 3), "dsl.arange(0, 4) > n", "if dsl.arange(0, 4) > n:",
      "'if' needs a scalar condition"),
+    # (session 24: flash-linear-attention reads a loop variable after its loop)
+    (loop_variable_after_loop, (X4, X4, 3), "i)", "total + i)",
+     "'i' is bound only inside the loop at line"),
+    (loop_local_after_loop, (X4, X4, 3), "last + 1", "last + 1)",
+     "(Triton: not defined); set a variable before the loop"),
 ])
 def test_errors_show_file_line_column_excerpt_and_caret(kernel, args, needle, line_text, message):
     err = _compile_error(kernel, *args)
