@@ -13,6 +13,7 @@ two-phase aclnn API with status codes; ``ops.torch`` the PyTorch integration.
 """
 
 import functools
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -56,13 +57,18 @@ from ops.status import (
 
 def _python_or_phase2(python_api: Callable[..., Any], phase2: Callable[..., int]) -> Callable[..., Any]:
     """The Python API, which doubles as phase 2 of the aclnn API of the same name:
-    called as ``op(workspace, workspace_size, executor[, stream])`` with an
-    ``AclnnExecutor`` it runs that executor and returns a status code."""
+    called as ``op(workspace, workspace_size, executor[, stream])`` -- with an
+    ``AclnnExecutor``, or an integer workspace size second (where the Python API
+    takes a tensor), so a null executor gets its status too -- it runs that executor
+    and returns a status code."""
 
     @functools.wraps(python_api)
     def op(*args: Any, **kwargs: Any) -> Any:
         executor = args[2] if len(args) > 2 else kwargs.get("executor")
-        if aclnn.is_executor(executor) or (set(kwargs) & {"executor", "workspace_size"}):
+        size_second = len(args) > 1 and isinstance(args[1], numbers.Integral) and \
+            not isinstance(args[1], bool)
+        if aclnn.is_executor(executor) or size_second or \
+                (set(kwargs) & {"executor", "workspace_size"}):
             return phase2(*args, **kwargs)
         return python_api(*args, **kwargs)
 

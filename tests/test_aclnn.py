@@ -50,6 +50,16 @@ def test_phase2_through_the_top_level_name():
     np.testing.assert_array_equal(grad_target, -x * g)
 
 
+@pytest.mark.parametrize("op", [ops.binary_cross_entropy_backward,
+                                ops.binary_cross_entropy_with_logits_target_backward,
+                                ops.binary_cross_entropy])
+def test_phase2_with_a_null_executor_through_the_top_level_name_is_a_status(op):
+    """A null executor is the null pointer (161001): under the top-level name it was
+    taken for the Python API's arguments and raised (session 24's contract check)."""
+    assert op(None, 0, None) == NULL
+    assert op(np.zeros(4, np.uint8), np.int64(4), None, None) == NULL
+
+
 @pytest.mark.parametrize("case", BCE_CASES, ids=[c[0] for c in BCE_CASES])
 def test_bce_backward_statuses(case):
     _, args, kwargs, expected, _ = case
