@@ -14,6 +14,7 @@ import importlib.abc
 import importlib.machinery
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 _TRIGGER = "triton.runtime.autotuner"  # imported by `import triton`, after triton.runtime.jit
@@ -30,8 +31,12 @@ def _install() -> None:
     triton_compat.install()
 
 
+# what to run once ``triton.runtime.autotuner`` is loaded, in order
+_CALLBACKS: list[Callable[[], None]] = []
+
+
 class _InstallAfterImport(importlib.abc.MetaPathFinder):
-    """Lets ``triton.runtime.autotuner`` load as usual, then installs the switch."""
+    """Lets ``triton.runtime.autotuner`` load as usual, then runs the callbacks."""
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
         if name != _TRIGGER:
@@ -45,16 +50,24 @@ class _InstallAfterImport(importlib.abc.MetaPathFinder):
         def exec_then_install(module: Any) -> None:
             exec_module(module)
             sys.modules[name] = module
-            _install()
+            for callback in _CALLBACKS:
+                callback()
         spec.loader.exec_module = exec_then_install  # type: ignore[method-assign]
         return spec
 
 
+def after_triton_loads(callback: Callable[[], None]) -> None:
+    """Run ``callback`` now if Triton is loaded, else as soon as it is (once)."""
+    if _TRIGGER in sys.modules:
+        callback()
+        return
+    if callback not in _CALLBACKS:
+        _CALLBACKS.append(callback)
+    if not any(isinstance(f, _InstallAfterImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _InstallAfterImport())
+
+
 def register() -> None:
     """Install the switch now if Triton is loaded, else as soon as it is."""
-    if not requested():
-        return
-    if _TRIGGER in sys.modules:
-        _install()
-    elif not any(isinstance(f, _InstallAfterImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _InstallAfterImport())
+    if requested():
+        after_triton_loads(_install)

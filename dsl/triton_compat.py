@@ -40,6 +40,7 @@ import types
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from ascend_dsl_startup import after_triton_loads
 from dsl import dtypes as dt
 from dsl import language as lang
 from dsl.errors import DSLCompileError, DSLError, DSLLaunchError
@@ -587,6 +588,15 @@ def install() -> None:
         run = cls.run
         if not getattr(run, "__dsl_patched__", False):
             cls.run = _patched_run(run)
+    allow_autotune_without_device()
+
+
+def allow_autotune_without_device() -> None:
+    """Let ``@triton.autotune`` be applied on a machine with no device driver, where
+    Triton's own decorator fails ("0 active drivers") before ``from_triton`` could read
+    its configs; with a driver nothing changes. Importing ``dsl`` arranges it for when
+    Triton is loaded (``ascend_dsl_startup.after_triton_loads``). Idempotent."""
+    from triton.runtime import autotuner
     init = autotuner.Autotuner.__init__
     if not getattr(init, "__dsl_patched__", False):
         autotuner.Autotuner.__init__ = _autotuner_init(init)
@@ -612,6 +622,8 @@ def _no_benchmark(*_: Any, **__: Any) -> Any:
     raise DSLLaunchError("autotune benchmarking needs a device; off the device one stated "
                          "config runs (dsl.from_triton(kernel, config=))")
 
+
+after_triton_loads(allow_autotune_without_device)
 
 __all__ = ["LaunchedKernel", "TritonKernel", "from_triton", "install", "next_power_of_2",
            "translate"]

@@ -1255,3 +1255,21 @@ def test_isinstance_of_tensor_descriptor_folds(torch):
     out = torch.zeros(12, 16)
     dsl.from_triton(descriptor_or_pointer_kernel)[(3,)](x, out, 12, 16, BM=4, BN=16)
     assert torch.equal(out, x * 2)
+
+
+@pytest.mark.parametrize("order", ["dsl-first", "triton-first"])
+def test_autotune_applies_without_a_device_or_the_switch(order):
+    """With no device driver, ``@triton.autotune`` itself failed ("0 active drivers")
+    unless ``DSL_TRITON_INTERPRET=1`` or ``install()`` had patched Triton, so a module
+    defining an autotuned kernel could not be imported to hand it to ``from_triton``
+    (session 24's contract check). A fresh process, so no earlier test's install()."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    runner = Path(__file__).parent / "autotune_without_switch_runner.py"
+    env = {k: v for k, v in os.environ.items() if k != "DSL_TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, str(runner), order], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("doubled")
