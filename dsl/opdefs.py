@@ -426,8 +426,8 @@ def _check_sort(op: Op) -> str | None:
 def _check_random(op: Op) -> str | None:
     seed, offset = op.operand("seed"), op.operand("offset")
     assert seed is not None and offset is not None
-    if seed.shape or not seed.dtype.is_int or seed.dtype.is_bool:
-        return "the seed must be an integer scalar"
+    if seed.shape not in ((), offset.shape) or not seed.dtype.is_int or seed.dtype.is_bool:
+        return "the seed must be an integer scalar or a block of the offsets' shape"
     if not offset.dtype.is_int or offset.dtype.bits != 32:
         return "offsets must be int32 or uint32"
     if any(r.shape != offset.shape for r in op.results):

@@ -1108,9 +1108,11 @@ _RANDOM_RESULTS = {"randint": (dt.uint32, 1), "randint4x": (dt.uint32, 4),
 
 def random(b: Builder, kind: str, seed: Operand, offset: Operand, n_rounds: Any
            ) -> Value | tuple[Value, ...]:
-    """Philox random numbers (``dsl.philox``) from a scalar ``seed`` and int32/uint32
-    ``offsets``: ``randint`` (uint32), ``randint4x`` (four uint32 blocks), ``rand``
-    (float32 in [0, 1)), ``randn`` (float32 standard normal)."""
+    """Philox random numbers (``dsl.philox``) from an integer ``seed`` (a scalar, or a
+    block of per-lane seeds broadcast with the offsets, as Triton's elementwise Philox
+    takes them) and int32/uint32 ``offsets``: ``randint`` (uint32), ``randint4x``
+    (four uint32 blocks), ``rand`` (float32 in [0, 1)), ``randn`` (float32 standard
+    normal)."""
     s = _random_seed(b, kind, seed, n_rounds)
     o = as_value(b, offset)
     if not o.dtype.is_int or o.dtype.is_bool or o.dtype.bits > 32:
@@ -1118,20 +1120,24 @@ def random(b: Builder, kind: str, seed: Operand, offset: Operand, n_rounds: Any
                       "(triton-ascend 3.2.0 builds Philox for 32-bit offsets only)")
     if o.dtype.bits < 32:
         o = cast(b, o, dt.int32)
+    if s.shape:  # one seed per lane (lmdeploy's sampling: a seed loaded per row)
+        shape = broadcast_shapes(b, s.shape, o.shape, f"{kind}()")
+        s, o = broadcast_to(b, s, shape), broadcast_to(b, o, shape)
     dtype, count = _RANDOM_RESULTS[kind]
     op = b.emit(kind, [s, o], [Type(dtype, o.shape)] * count, attrs={"n_rounds": n_rounds})
     return tuple(op.results) if count > 1 else op.result
 
 
 def _random_seed(b: Builder, kind: str, seed: Operand, n_rounds: Any) -> Value:
-    """The seed of a random-number builtin, a scalar integer, after checking it and
-    the constexpr ``n_rounds``."""
+    """The seed of a random-number builtin, an integer scalar or block, after
+    checking it and the constexpr ``n_rounds``."""
     if not isinstance(n_rounds, int) or isinstance(n_rounds, bool) or n_rounds < 0:
         raise b.error(f"{kind}() n_rounds must be a non-negative constexpr integer, "
                       f"got {n_rounds!r}")
     s = as_value(b, seed)
-    if s.shape or not s.dtype.is_int or s.dtype.is_bool:
-        raise b.error(f"{kind}() seed must be an integer scalar, got {s.type}")
+    if not s.dtype.is_int or s.dtype.is_bool:
+        raise b.error(f"{kind}() seed must be an integer (a scalar or a block of per-lane "
+                      f"seeds), got {s.type}")
     return s
 
 
@@ -1163,6 +1169,7 @@ def philox(b: Builder, seed: Operand, counters: tuple[Operand, ...], n_rounds: A
         k0, k1 = (binary(b, "add", k, w) for k, w in zip((k0, k1), philox_constants.W32))
     shape = broadcast_shapes(b, broadcast_shapes(b, c0.shape, c1.shape, "philox"),
                              broadcast_shapes(b, c2.shape, c3.shape, "philox"), "philox")
+    shape = broadcast_shapes(b, shape, s.shape, "philox")  # (per-lane seeds, 0 rounds)
     return tuple(broadcast_to(b, c, shape) for c in (c0, c1, c2, c3))
 
 

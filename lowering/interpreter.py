@@ -833,10 +833,12 @@ class Interpreter:
         frame.set(op.result, np.flip(ordered, axis=axis) if op.attrs["descending"] else ordered)
 
     def _philox(self, op: Op, frame: Frame, fn: Callable[..., Any]) -> Any:
-        """``fn(seed, offsets, n_rounds)`` of ``dsl.philox``; one seed per row."""
+        """``fn(seed, offsets, n_rounds)`` of ``dsl.philox``; a scalar seed is one per
+        row, a block seed one per lane."""
         offset = materialize(frame.get(op.require("offset")))
         seed = materialize(frame.get(op.require("seed")))
-        seed = seed.reshape((-1,) + (1,) * (offset.ndim - 1))
+        if not op.require("seed").shape:
+            seed = seed.reshape((-1,) + (1,) * (offset.ndim - 1))
         with ignore_fp_errors():
             return fn(seed, offset, op.attrs["n_rounds"])
 

@@ -409,3 +409,42 @@ def test_the_philox_builtin_is_tritons(seed, rounds):
     np.testing.assert_array_equal(out.reshape(4, n), np.broadcast_arrays(*want))
     with pytest.raises(dsl.DSLCompileError, match="counter c1 must be a 32-bit integer"):
         philox_words(seed, c1.astype(np.int64), out, N=n, ROUNDS=rounds)
+
+
+@dsl.jit
+def per_lane_seeded(seeds, out, ROWS: dsl.constexpr, N: dsl.constexpr):
+    r = dsl.arange(0, ROWS)[:, None]
+    i = dsl.arange(0, N)[None, :]
+    seed = dsl.load(seeds, r)  # one seed per row, broadcast over its lanes
+    words = dsl.randint4x(seed, i)
+    for k in dsl.static_range(4):
+        dsl.store(out, (k * ROWS + r) * N + i, words[k])
+    dsl.store(out, (4 * ROWS + r) * N + i, dsl.rand(seed, i).to(dsl.uint32, bitcast=True))
+    dsl.store(out, (5 * ROWS + r) * N + i, dsl.randn(seed, i).to(dsl.uint32, bitcast=True))
+    words = dsl.language.philox(seed, i, 0, 0, 0, n_rounds=0)  # keys unused: still [R, N]
+    dsl.store(out, (6 * ROWS + r) * N + i, words[0])
+
+
+def test_a_block_of_seeds_seeds_each_lane():
+    """lmdeploy's multinomial sampling calls ``tl.rand(seed, offset)`` with a seed
+    loaded per row, which Triton's Philox takes elementwise; it was refused ("seed must
+    be an integer scalar"). Each lane gets what its own scalar seed gives."""
+    rows, n = 4, 16
+    seeds = np.array([123, -1, 2**40 + 5, 7], np.int64)
+    out = np.zeros(7 * rows * n, np.uint32)
+    per_lane_seeded(seeds, out, ROWS=rows, N=n)
+    got = out.reshape(7, rows, n)
+    offsets = np.arange(n, dtype=np.int32)
+    for row, seed in enumerate(seeds.tolist()):
+        want = [*philox.randint4x(seed, offsets), philox.rand(seed, offsets).view(np.uint32),
+                philox.randn(seed, offsets).view(np.uint32), offsets.view(np.uint32)]
+        for k, words in enumerate(want):
+            np.testing.assert_array_equal(got[k, row], words, err_msg=f"result {k}, row {row}")
+    with pytest.raises(dsl.DSLCompileError, match="seed must be an integer"):
+        per_lane_seeded(seeds.astype(np.float32), out, ROWS=rows, N=n)
+
+
+def test_a_block_of_seeds_lowers_within_ub(toolchain):
+    seeds, out = np.arange(4, dtype=np.int64), np.zeros(7 * 64, np.uint32)
+    lowered = per_lane_seeded.lower(seeds, out, ROWS=4, N=16, target="Ascend910B4")
+    assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
