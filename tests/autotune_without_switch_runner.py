@@ -8,8 +8,9 @@ from __future__ import annotations
 import sys
 
 if sys.argv[1] == "dsl-first":
-    import dsl
     import triton
+
+    import dsl
 else:
     import triton
 
