@@ -200,10 +200,25 @@ class JITFunction(InlinableKernel):
         def launch(*args: Any, **kwargs: Any) -> None:
             if self._watched:
                 self._forget_if_rebound()
+            if _PER_CALL.intersection(kwargs) and not self._takes_per_call_names:
+                # ``kernel[grid](..., options=, backend=)``: per-call settings, as in
+                # ``launch()`` (unless the kernel has parameters of those names)
+                settings = {k: kwargs.pop(k) for k in _PER_CALL if k in kwargs}
+                options = settings.get("options")
+                if options is not None and not isinstance(options, Options):
+                    raise DSLLaunchError(f"{self.name}: options= takes a dsl.Options record, "
+                                         f"got {type(options).__name__}")
+                self._launch(args, kwargs, grid, settings.get("backend"), options)
+                return
             hot = self._hot  # (dsl.hot_launch) tried here: one call less per launch
             if hot is None or not hot(args, kwargs, grid):
                 self._launch(args, kwargs, grid, hot_tried=True)
         return launch
+
+    @functools.cached_property
+    def _takes_per_call_names(self) -> bool:
+        """Whether a parameter is named ``options`` or ``backend`` (then it is one)."""
+        return bool(_PER_CALL.intersection(p.name for p in self.source.params))
 
     def _forget_if_rebound(self) -> None:
         """Forget every specialization, launch recipe and hot launcher when a name the
@@ -730,6 +745,9 @@ def hidden_value(view: Any, param: Param) -> int:
 
 
 _PLANS: ContextVar[list[Launch] | None] = ContextVar("dsl_plans", default=None)
+
+# keywords of ``kernel[grid](...)`` that are per-call settings, as ``launch()``'s
+_PER_CALL = frozenset({"options", "backend"})
 
 
 @contextmanager

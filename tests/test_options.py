@@ -92,6 +92,27 @@ def test_per_call_options_override_the_environment(monkeypatch):
     np.testing.assert_array_equal(out, 2 * x)
 
 
+def test_grid_launches_take_options_and_backend_per_call(monkeypatch):
+    """``kernel[grid](..., options=)`` raised "unexpected keyword" on a DSL kernel and was
+    silently ignored on a ``from_triton`` one (session 24's contract check)."""
+    import triton
+    from test_triton_compat import add_kernel
+
+    monkeypatch.setenv("DSL_BACKEND", "no-such-backend")
+    x = np.arange(100, dtype=np.float32)
+    add = dsl.from_triton(add_kernel)
+    for launch in (lambda **kw: double[(1,)](x, out, 100, **kw),
+                   lambda **kw: add[(triton.cdiv(100, 64),)](x, x, out, 100, BLOCK_SIZE=64,
+                                                              **kw)):
+        out = np.zeros_like(x)
+        launch(options=Options(interpreter_threads=1))
+        np.testing.assert_array_equal(out, 2 * x)
+        with pytest.raises(ValueError, match="unknown backend 'gpu'"):
+            launch(options=Options(), backend="gpu")
+        with pytest.raises(dsl.DSLLaunchError, match="options= takes a dsl.Options record"):
+            launch(options={"backend": "interpreter"})
+
+
 def test_interpreter_forced_still_checks_the_requested_backend_name():
     x = np.arange(8, dtype=np.float32)
     with pytest.raises(ValueError, match="unknown backend 'gpu'"):
