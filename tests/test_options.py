@@ -101,10 +101,11 @@ def test_grid_launches_take_options_and_backend_per_call(monkeypatch):
     monkeypatch.setenv("DSL_BACKEND", "no-such-backend")
     x = np.arange(100, dtype=np.float32)
     add = dsl.from_triton(add_kernel)
+    out = np.zeros_like(x)
     for launch in (lambda **kw: double[(1,)](x, out, 100, **kw),
                    lambda **kw: add[(triton.cdiv(100, 64),)](x, x, out, 100, BLOCK_SIZE=64,
                                                               **kw)):
-        out = np.zeros_like(x)
+        out[:] = 0
         launch(options=Options(interpreter_threads=1))
         np.testing.assert_array_equal(out, 2 * x)
         with pytest.raises(ValueError, match="unknown backend 'gpu'"):
