@@ -80,12 +80,14 @@ class LoweredKernel:
 
     def stage_table(self) -> str:
         """The stages as a table: stage, ok, time, size."""
-        rows = [f"{'stage':<8} {'ok':<4} {'time':>10} {'size':>10}  note"]
-        if not self.extra.get("compiled_now", True):
-            rows.insert(0, "(served from the on-disk cache: the times are those of the "
-                           "compile that stored it)")
+        cached = not self.extra.get("compiled_now", True)
+        rows = [f"{'stage':<8} {'ok':<4} {'time':>17} {'size':>10}  note"]
+        if cached:
+            rows.insert(0, "(served from the on-disk cache: each time, marked cached, is the "
+                           "one the compile that stored it measured)")
         for s in self.stages:
-            rows.append(f"{s.name:<8} {'yes' if s.ok else 'no':<4} {s.seconds * 1e3:>8.1f}ms "
+            time = f"{'cached ' if cached else ''}{s.seconds * 1e3:.1f}ms"
+            rows.append(f"{s.name:<8} {'yes' if s.ok else 'no':<4} {time:>17} "
                         f"{s.size:>10}  {s.note}")
         return "\n".join(rows)
 

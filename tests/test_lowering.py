@@ -163,12 +163,19 @@ def test_generated_code_is_reused_from_the_cache_in_memory_and_across_processes(
         "t = dsl.tensor_spec\n"
         "k = ops.bce_backward_kernel.lower(t('float32', 'scalar'), t('float32'), t('float32'),"
         " None, t('float32'), 4096, 1.0, HAS_WEIGHT=False, APPLY_SCALE=False, BLOCK=2048)\n"
-        "print(k.extra['compiled_now'], k.ub_measured_bytes)\n")
+        "print(k.extra['compiled_now'], k.ub_measured_bytes)\n"
+        "print(k.stage_table())\n")
     env = dict(os.environ, DSL_CACHE_DIR=str(_private_cache))
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=env, timeout=300)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["False", str(first.ub_measured_bytes)]
+    status, *table = out.stdout.splitlines()
+    assert status.split() == ["False", str(first.ub_measured_bytes)]
+    # every time a cached lowering shows is marked (issue 12, point 11: it was only a
+    # note above the table); a fresh compile's are not
+    rows = [row for row in table if row.split()[0] in {s.name for s in first.stages}]
+    assert len(rows) == len(first.stages) and all(" cached " in row for row in rows)
+    assert "cached" not in first.stage_table()
 
 
 def test_a_corrupt_cache_entry_is_recompiled(toolchain, tmp_path):
