@@ -108,6 +108,7 @@ from dsl.language import (  # composed math (dsl.mathlib)
     histogram,
     hypot,
     ilogb,
+    index_select,
     index_select_simd,
     inline_asm_elementwise,
     insert_slice,
@@ -217,7 +218,7 @@ __all__ = [
     "acos", "asin", "atan", "atan2", "broadcast", "topk", "lgamma", "gamma", "erfinv", "cyl_bessel_i0",
     "fast_dividef", "fast_expf", "finitef", "isfinite", "isfinited", "rint",
     "div_rz", "expm1", "fmod", "ilogb", "isinf", "ldexp", "reciprocal", "round", "tan",
-    "index_select_simd", "inline_asm_elementwise", "make_tensor_descriptor",
+    "index_select", "index_select_simd", "inline_asm_elementwise", "make_tensor_descriptor",
     "load_tensor_descriptor", "store_tensor_descriptor",
     "PIPE", "sub_vec_id", "sub_vec_num", "sync_block_all", "sync_block_set", "sync_block_wait",
 ]

@@ -1924,6 +1924,11 @@ def _index_select(v: _Visitor, *args: Any) -> Value:
     return sem.load(v.b, addr, None, mask, 0 if mask is not None else None)
 
 
+def _embedding_gather(v: _Visitor, *args: Any) -> Value:
+    addr, mask = ptrs.embedding_gather(v.b, *args)
+    return sem.load(v.b, addr, None, mask, 0)
+
+
 def _descriptor_access(v: _Visitor, node: ast.AST, desc: Any, offsets: Any, value: Any
                        ) -> Value | None:
     """A tensor descriptor's block at ``offsets``: loaded (``value`` None, 0 outside the
@@ -2218,6 +2223,8 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "advance": lambda v, node, base, offsets: ptrs.advance(v.b, base, offsets),
     "index_select_simd": lambda v, node, src, dim, index, src_shape, src_offset, read_shape:
     _index_select(v, src, dim, index, src_shape, src_offset, read_shape),
+    "index_select": lambda v, node, src, idx, bound, lstdim_blksiz, offsets, numels:
+    _embedding_gather(v, src, idx, bound, lstdim_blksiz, offsets, numels),
     "make_tensor_descriptor": lambda v, node, base, shape, strides, block_shape:
     ptrs.make_tensor_descriptor(v.b, base, shape, strides, block_shape),
     "load_tensor_descriptor": lambda v, node, desc, offsets: _descriptor_access(

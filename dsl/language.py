@@ -196,6 +196,19 @@ def store_tensor_descriptor(desc: Any, offsets: Any, value: Any) -> Any:
 
 
 @builtin
+def index_select(src: Any, idx: Any, bound: Any, lstdim_blksiz: Any, offsets: Any,
+                 numels: Any) -> Any:
+    """triton-ascend 3.2's embedding gather (``tl.index_select``): for each entry of the
+    1-D or 2-D integer block ``idx``, ``lstdim_blksiz`` elements of that row of the
+    row-major table at ``src`` (rows of ``numels[-1]``), from column ``offsets[-1]``;
+    a negative index counts from ``bound``. Rows whose index is outside [0, bound),
+    positions with ``offsets[d] + p[d] >= numels[d]`` and columns past ``numels[-1]``
+    read 0 (the device leaves them unwritten). Expanded to pointer arithmetic and a
+    masked load."""
+    raise _outside("index_select")
+
+
+@builtin
 def index_select_simd(src: Any, dim: Any, index: Any, src_shape: Any, src_offset: Any,
                       read_shape: Any) -> Any:
     """triton-ascend's gather of whole tiles: from the row-major tensor of ``src_shape``

@@ -457,6 +457,58 @@ def index_select(b: Builder, src: Any, dim: Any, index: Any, src_shape: Any, src
     return address(b, Pointer(as_pointer(b, src).view, offset)), mask
 
 
+def embedding_gather(b: Builder, src: Any, idx: Any, bound: Any, lstdim_blksiz: Any,
+                     offsets: Any, numels: Any) -> tuple[Address, Value]:
+    """triton-ascend 3.2's ``tl.index_select`` (``tt.embedding_gather``, an A5 library
+    call on the device): for each position ``p`` of the 1-D or 2-D integer block
+    ``idx``, ``lstdim_blksiz`` elements of row ``idx[p]`` of the row-major table at
+    ``src`` (rows of ``numels[-1]`` elements), from column ``offsets[-1]``; the result
+    has ``idx``'s shape plus ``lstdim_blksiz``. A negative index counts from ``bound``
+    once. What the device leaves unwritten reads 0: a row whose index is still outside
+    [0, bound), a position with ``offsets[d] + p[d] >= numels[d]``, and columns from
+    ``numels[-1]`` on. The address of every element and that mask."""
+    what = "index_select"
+    if not isinstance(src, (Pointer, ViewArg)) or (isinstance(src, Pointer) and src.shape):
+        raise b.error(f"{what}() src must be a tensor argument or a scalar pointer")
+    _uncast(b, src, what)
+    table = as_pointer(b, src)
+    if not table.dtype.is_float:
+        raise b.error(f"{what}() src must hold floating-point elements, got "
+                      f"{table.dtype.name} (as triton-ascend)")
+    index = sem.as_value(b, idx)
+    if not index.dtype.is_int or index.dtype.is_bool or index.rank not in (1, 2):
+        raise b.error(f"{what}() idx must be a 1-D or 2-D integer block, got {index.type}")
+    for name, n in (("bound", bound), ("lstdim_blksiz", lstdim_blksiz)):
+        if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+            raise b.error(f"{what}() {name} must be a positive constexpr integer, got {n!r}")
+    rank = index.rank + 1
+    starts = _operands(b, offsets, "offsets", rank, what)
+    sizes = _operands(b, numels, "numels", rank, what)
+    wide = dt.int64 if index.dtype.bits == 64 else dt.int32
+    row = sem.cast(b, index, wide)
+    row = sem.where(b, sem.binary(b, "lt", row, 0), sem.binary(b, "add", row, bound), row)
+    valid = sem.binary(b, "and", sem.binary(b, "ge", row, 0), sem.binary(b, "lt", row, bound))
+    for d, extent in enumerate(index.shape):
+        position = sem.binary(b, "add", sem.arange(b, 0, extent), starts[d])
+        inside = sem.binary(b, "lt", position, sizes[d])
+        for axis in range(index.rank):
+            if axis != d:
+                inside = sem.expand_dims(b, inside, axis)
+        valid = sem.binary(b, "and", valid, inside)
+    column = sem.binary(b, "add", sem.cast(b, sem.arange(b, 0, lstdim_blksiz), wide),
+                        starts[-1])
+    column_inside = sem.binary(b, "lt", column, sizes[-1])
+    for _ in range(index.rank):
+        column, column_inside = (sem.expand_dims(b, v, 0) for v in (column, column_inside))
+    row = sem.expand_dims(b, row, index.rank)
+    offset = sem.binary(b, "add", table.offset,
+                        sem.binary(b, "add", sem.binary(b, "mul", row, sizes[-1]), column))
+    mask = sem.binary(b, "and", sem.expand_dims(b, valid, index.rank), column_inside)
+    shape = (*index.shape, lstdim_blksiz)
+    offset, mask = sem.broadcast_to(b, offset, shape), sem.broadcast_to(b, mask, shape)
+    return address(b, Pointer(table.view, offset)), mask
+
+
 def _mul(b: Builder, x: Operand, y: Operand) -> Operand:
     if isinstance(x, int) and isinstance(y, int):
         return x * y

@@ -323,6 +323,78 @@ def test_index_select_simd_arguments_are_checked(kernel_from_source, call, messa
         bad[(1,)](np.zeros(16, np.float32), np.zeros(16, np.float32))
 
 
+# ----------------------------------------------------------------------------- index_select
+
+
+def embedding_gather_reference(table, idx, bound, width, offsets, numels):
+    """``tl.index_select`` as triton-ascend's A5 library computes it, element by element
+    (0 where the device writes nothing)."""
+    flat, row_length = table.reshape(-1), numels[-1]
+    out = np.zeros(idx.shape + (width,), table.dtype)
+    for p in np.ndindex(*idx.shape):
+        if any(offsets[d] + p[d] >= numels[d] for d in range(idx.ndim)):
+            continue
+        row = int(idx[p]) + (bound if idx[p] < 0 else 0)
+        if 0 <= row < bound:
+            for k in range(width):
+                if offsets[-1] + k < row_length:
+                    out[p + (k,)] = flat[row * row_length + offsets[-1] + k]
+    return out
+
+
+@dsl.jit
+def embedding_rows(table, ids, out, n_ids, start, C, ROWS: dsl.constexpr, L: dsl.constexpr,
+                   W: dsl.constexpr, VOCAB: dsl.constexpr):
+    r = dsl.arange(0, ROWS)[:, None]
+    i = dsl.arange(0, L)[None, :]
+    idx = dsl.load(ids, r * L + i)
+    rows = dsl.index_select(table, idx, VOCAB, W, (0, start, 0), (ROWS, n_ids, C))
+    dsl.store(out, (r * L + i)[:, :, None] * W + dsl.arange(0, W)[None, None, :], rows)
+
+
+@pytest.mark.parametrize("width, columns", [(16, 16), (8, 5)])
+def test_index_select_gathers_rows_as_the_device_library(width, columns):
+    """triton-ascend 3.2's ``tl.index_select`` (an embedding gather) was refused; indices
+    count from ``bound`` when negative, and what the device leaves unwritten (indices
+    outside [0, bound), positions past ``numels``, columns past the row) reads 0."""
+    vocab, rows, per_row = 40, 2, 8
+    table = np.random.default_rng(1).standard_normal((vocab, columns)).astype(np.float32)
+    ids = np.random.default_rng(2).integers(-vocab - 3, vocab + 3, (rows, per_row)).astype(
+        np.int32)
+    out = np.full((rows, per_row, width), 9.0, np.float32)
+    embedding_rows[(1,)](table, ids, out, 6, 1, columns, ROWS=rows, L=per_row, W=width,
+                         VOCAB=vocab)
+    want = embedding_gather_reference(table, ids, vocab, width, (0, 1, 0), (rows, 6, columns))
+    np.testing.assert_array_equal(out, want)
+    assert (want != 0).any() and (ids < 0).any() and (np.abs(ids) >= vocab).any()
+
+
+def test_index_select_compiled_cpu_and_lowered(cpu_toolchain):
+    table = np.random.default_rng(3).standard_normal((40, 16)).astype(np.float32)
+    ids = np.random.default_rng(4).integers(-40, 45, (2, 8)).astype(np.int32)
+    args = (table, ids, np.zeros((2, 8, 16), np.float32), 8, 0, 16)
+    kwargs = {"ROWS": 2, "L": 8, "W": 16, "VOCAB": 40}
+    differential(embedding_rows, args, kwargs, grid=(1,))
+    lowered = embedding_rows.lower(*args, target="Ascend910B4", **kwargs)
+    assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
+
+
+@pytest.mark.parametrize("call, message", [
+    ("dsl.index_select(table, i, 4, 4, (0, 0), (4, 4))", "idx must be a 1-D or 2-D integer"),
+    ("dsl.index_select(table, j, 0, 4, (0, 0), (4, 4))", "bound must be a positive constexpr"),
+    ("dsl.index_select(table, j, 4, 4, (0,), (4, 4))", "offsets has 1 entries"),
+    ("dsl.index_select(ints, j, 4, 4, (0, 0), (4, 4))", "floating-point elements"),
+])
+def test_index_select_arguments_are_checked(kernel_from_source, call, message):
+    bad, _ = kernel_from_source("bad", "import dsl\n\n@dsl.jit\ndef bad(table, ints, out):\n"
+                                "    i = dsl.arange(0, 4) * 1.0\n"
+                                "    j = dsl.arange(0, 4)\n"
+                                "    at = dsl.arange(0, 4)[:, None] * 4 + dsl.arange(0, 4)[None, :]\n"
+                                f"    dsl.store(out, at, {call})\n")
+    with pytest.raises(dsl.DSLCompileError, match=message):
+        bad[(1,)](np.zeros(16, np.float32), np.zeros(16, np.int32), np.zeros(16, np.float32))
+
+
 # ----------------------------------------------------------------------------- other backends
 
 
