@@ -320,7 +320,10 @@ class Interpreter:
                     # line before the load it guards. Run the launch in order, undone,
                     # to raise the first failure (this one, when nothing precedes it)
                     self.only, self.index_slice, self.store_runs = None, None, {}
-                    self.dry_run()
+                    try:
+                        self.dry_run()
+                    except DSLRuntimeError as first:
+                        raise first from None  # (not "during handling of" the access's)
                     raise
                 finally:
                     self.only = None
