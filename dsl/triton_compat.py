@@ -246,6 +246,8 @@ class TritonKernel(JITFunction):
         self.config = self._pick(0 if config is None else config)
         self._stated = config is not None
         self._call_config: Any = None  # the config of the launch running now
+        self.last_config: Any = None  # the config the latest launch ran (Triton's best_config)
+        self._bare: TritonKernel | None = None  # see compiled_form
 
     def __repr__(self) -> str:
         return f"<dsl kernel {self.name} from triton>"
@@ -291,7 +293,7 @@ class TritonKernel(JITFunction):
             config.pre_hook(full)
         if self.tuner is not None:  # Triton's Autotuner.run leaves it there for the caller
             self.tuner.best_config = config
-        self._call_config = config
+        self._call_config = self.last_config = config
         try:
             super()._launch(args, kwargs, grid, backend, options, hot_tried)
         finally:
@@ -321,11 +323,16 @@ class TritonKernel(JITFunction):
         """Triton's launch: compiler options dropped, the config's and heuristics'
         constexprs filled in (a caller's own value for a tuned argument is an error,
         as in Triton)."""
+        config = self._call_config if self._call_config is not None else self.config
+        return self.bind_with_config(config, args, kwargs)
+
+    def bind_with_config(self, config: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+                         ) -> dict[str, Any]:
+        """``signature_bind`` for a launch that runs ``config`` (None: no config)."""
         names = {p.name for p in self.source.params}
         # Triton hands keywords that are not parameters (num_warps, ...) to its
         # compiler, which ignores the ones it does not know: here all are compiler's
         kwargs = {k: v for k, v in kwargs.items() if k in names}
-        config = self._call_config if self._call_config is not None else self.config
         if config is not None:
             tuned = dict(getattr(config, "kwargs", config))
             clash = sorted(set(tuned) & set(kwargs))
@@ -341,6 +348,16 @@ class TritonKernel(JITFunction):
             for name, rule in values.items():
                 arguments[name] = rule(dict(arguments))
         return arguments
+
+    def compiled_form(self) -> TritonKernel:
+        """The kernel as Triton compiles one launch of it: its autotune config and
+        heuristics already applied, so every constexpr is an argument (what a
+        launch's returned kernel relaunches); this kernel when it has neither."""
+        if not self.configs and not self.heuristics:
+            return self
+        if self._bare is None:
+            self._bare = TritonKernel(self.fn, src=self.given_source)
+        return self._bare
 
     def _recipe_key(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any,
                     options: Any) -> tuple[Any, Any]:
@@ -420,6 +437,10 @@ class LaunchedKernel:
                  kwargs: dict[str, Any]) -> None:
         self._kernel, self._dsl_kernel, self._args, self._kwargs = kernel, dsl_kernel, args, \
             kwargs
+        # the autotune config this launch ran (the prune may have kept another than
+        # the first); Triton compiled its constexprs into the kernel
+        self._config = (dsl_kernel.last_config or dsl_kernel.config) if dsl_kernel.configs \
+            else None
         while not hasattr(kernel, "params") and hasattr(kernel, "fn"):  # autotune, heuristics
             kernel = kernel.fn
         self.jit_fn = kernel
@@ -433,7 +454,8 @@ class LaunchedKernel:
         if self._types is None:
             from triton.runtime.jit import mangle_type
 
-            arguments = self._dsl_kernel.signature_bind(self._args, self._kwargs)
+            arguments = self._dsl_kernel.bind_with_config(self._config, self._args,
+                                                          self._kwargs)
             signature: dict[str, str] = {}
             constants: dict[str, Any] = {}
             for param in self.jit_fn.params:
@@ -469,8 +491,10 @@ class LaunchedKernel:
         (triton-ascend's ``libentry`` does): another launch of the same kernel, in the
         interpreter. Given fewer arguments than the kernel has parameters, they are
         the compiled kernel's own (its ``signature``, in order), and the constexprs are
-        this launch's, as they are compiled into Triton's kernel."""
-        launch = self._dsl_kernel[grid]
+        this launch's, as they are compiled into Triton's kernel: an autotuned kernel
+        runs the config of this launch again (no autotune, prune or hooks), and
+        heuristics are not evaluated again."""
+        launch = self._dsl_kernel.compiled_form()[grid]
 
         def relaunch(*args: Any, **kwargs: Any) -> None:
             if len(args) + len(kwargs) >= len(self.jit_fn.params):

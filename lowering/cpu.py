@@ -648,9 +648,14 @@ def run(launch: Launch, options: Options | None = None, route: int = 1) -> None:
     for param, value in zip(launch.function.params, launch.args):
         if param.role == "tensor":
             buffer = value.buffer
-            pointer = buffer.ctypes.data if buffer.size else None
+            size = buffer.size
+            if not size:
+                # an empty argument: the guarded offsets of masked-off lanes still read
+                # element 0 (and a null pointer crashed); give them a zeroed element
+                buffer = np.zeros(1, buffer.dtype)
+            pointer = buffer.ctypes.data
             keep.append(buffer)
-            arguments += [pointer, pointer, 0, buffer.size, 1]
+            arguments += [pointer, pointer, 0, size, 1]
         else:
             arguments.append(value.item() if isinstance(value, np.generic) else value)
     gx, gy, gz = launch.grid

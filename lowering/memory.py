@@ -513,6 +513,13 @@ def load(buffer: np.ndarray, offset: object, mask: object | None, other: object 
     lines may stay ``TakenLines``, read when it is stored."""
     if mask is not None and isinstance(mask, LaneMask) and mask.all_true():
         mask = None
+    if buffer.size == 0 and mask is not None:
+        # an empty argument: the bounds checks let only masked-off lanes through (a
+        # pointer that a scalar where() chose against, FlagGems' cat), so all are other
+        fill = np.asarray(0 if other is None else materialize(other))
+        shape = np.broadcast_shapes(np.shape(materialize(offset)), np.shape(materialize(mask)),
+                                    fill.shape)
+        return np.array(np.broadcast_to(fill, shape), dtype=buffer.dtype)
     if isinstance(offset, RowRuns):
         picked = _load_runs(buffer, offset, mask, other, allocate, boxed, late)
         if picked is not None:

@@ -636,6 +636,45 @@ def test_a_chosen_pointer_past_its_argument_names_that_argument_and_writes_nothi
     assert (out == 7.0).all()
 
 
+@dsl.jit
+def pick_rows(a_ptr, b_ptr, out_ptr, na, nb, BLOCK: dsl.constexpr):
+    """A pointer chosen by a scalar where() (FlagGems' cat and vstack), read as a 1-D
+    run and as a 2-D gather."""
+    pid = dsl.program_id(0)
+    src = dsl.where(pid == 0, a_ptr, b_ptr)
+    n = dsl.where(pid == 0, na, nb)
+    offs = dsl.arange(0, BLOCK)
+    x = dsl.load(src + offs, mask=offs < n, other=-1.0)
+    square = offs[:, None] * 2 + offs[None, :]
+    rows = dsl.load(src + square, mask=square < n, other=-2.0)
+    dsl.store(out_ptr + pid * BLOCK + offs, x + dsl.sum(rows, 1))
+
+
+def _pick_rows_reference(x: np.ndarray) -> np.ndarray:
+    lanes, square = np.arange(8), np.arange(8)[:, None] * 2 + np.arange(8)[None, :]
+    padded = np.concatenate([x, np.zeros(32, np.float32)])
+    return (np.where(lanes < x.size, padded[lanes], -1.0)
+            + np.where(square < x.size, padded[square], -2.0).sum(1)).astype(np.float32)
+
+
+def test_an_empty_argument_that_no_lane_reads_is_not_an_error():
+    # b is empty and every lane of the program that chose it is masked off: they are
+    # other=, as in Triton (was a NumPy IndexError from the gather)
+    a, empty = np.arange(5, dtype=np.float32) + 1, np.empty(0, np.float32)
+    out = np.zeros(16, np.float32)
+    pick_rows[(2,)](a, empty, out, 5, 0, BLOCK=8)
+    np.testing.assert_array_equal(out, np.concatenate([_pick_rows_reference(a),
+                                                       _pick_rows_reference(empty)]))
+    pick_rows[(2,)](empty, a, out, 0, 5, BLOCK=8)
+    np.testing.assert_array_equal(out, np.concatenate([_pick_rows_reference(empty),
+                                                       _pick_rows_reference(a)]))
+
+
+def test_an_empty_argument_compiled_cpu_bit_exact(cpu_toolchain):
+    differential(pick_rows, (np.arange(5, dtype=np.float32), np.empty(0, np.float32),
+                             np.zeros(16, np.float32), 5, 0), {"BLOCK": 8}, grid=(2,))
+
+
 def test_chosen_pointers_compiled_cpu_bit_exact(cpu_toolchain):
     n = 37
     a, b, c = (np.random.rand(n).astype(np.float32) + k for k in (0, 10, 100))

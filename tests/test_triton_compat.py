@@ -1084,6 +1084,39 @@ def test_the_launched_kernel_launches_again_like_a_compiled_triton_kernel(torch)
     assert torch.equal(x[:4], torch.full((4,), 7.0)) and torch.equal(x[4:], torch.full((6,), 5.0))
 
 
+def _keep_the_last_config(configs, named_args, **kwargs):
+    return configs[-1:]
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32})],
+                 key=["n"], prune_configs_by={"early_config_prune": _keep_the_last_config})
+@triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+@triton.jit
+def tuned_scale_kernel(x_ptr, out_ptr, n, s, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) * s)
+    else:
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * s, mask=offs < n)
+
+
+def test_an_autotuned_launchs_kernel_launches_again_with_its_config(torch):
+    # FlagGems' libentry relaunches the kernel an autotuned launch returned with the
+    # runtime arguments only: the config (here the one the prune kept) and the
+    # heuristics' values are compiled into it, not chosen again
+    x = torch.randn(100)
+    out = torch.zeros(100)
+    handle = tuned_scale_kernel[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, out, 100, 2.0)
+    assert torch.equal(out, x * 2)
+    assert handle.constants == {"BLOCK": 32, "EVEN": False}
+    out.zero_()
+    handle[(4,)](x, out, 100, 3.0)  # 4 programs of the kept config's 32 lanes
+    assert torch.equal(out, x * 3)
+    out.zero_()
+    handle[(4,)](x, out, 100, 4.0, 32, False)  # every parameter, by position
+    assert torch.equal(out, x * 4)
+
+
 @triton.jit
 def triton_assignment_rules(x_ptr, out_ptr, A, B, N: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, N))
