@@ -14,6 +14,7 @@ names it (``dsl.triton_compat``).
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -27,6 +28,20 @@ def _named(name: str) -> Callable[[DType], bool]:
         return self.name == name
     predicate.__name__ = f"is_{name}"
     return predicate
+
+
+class Signedness(enum.Enum):
+    """Triton's ``dtype.SIGNEDNESS``: what ``dtype.int_signedness`` is."""
+
+    SIGNED = 0
+    UNSIGNED = 1
+
+
+# Triton's float layouts: (mantissa bits, exponent bias)
+_FLOAT_LAYOUT: dict[str, tuple[int, int]] = {
+    "float16": (10, 15), "bfloat16": (7, 127), "float32": (23, 127), "float64": (52, 1023),
+    "float8e4nv": (3, 7), "float8e5": (2, 15), "float8e4b8": (3, 8), "float8e5b16": (2, 16),
+}
 
 
 @dataclass(frozen=True)
@@ -136,6 +151,63 @@ class DType:
     @property
     def primitive_bitwidth(self) -> int:
         return self.bits
+
+    # Triton's integer and float layout attributes (FlagGems' dtype limits read them)
+    SIGNEDNESS = Signedness
+
+    @property
+    def int_bitwidth(self) -> int:
+        if not self.is_int:
+            raise AttributeError(f"{self.name} is not an integer type: it has no int_bitwidth")
+        return self.bits
+
+    @property
+    def int_signedness(self) -> Signedness:
+        if not self.is_int:
+            raise AttributeError(f"{self.name} is not an integer type: it has no "
+                                 "int_signedness")
+        return Signedness.SIGNED if self.kind == "int" and self.signed else Signedness.UNSIGNED
+
+    def get_int_max_value(self) -> int:
+        """Triton's name for ``max`` (an integer type's largest value)."""
+        if not self.is_int:
+            raise TypeError(f"get_int_max_value() of {self.name}, which is not an integer type")
+        return self.max
+
+    def get_int_min_value(self) -> int:
+        """Triton's name for ``min`` (an integer type's smallest value)."""
+        if not self.is_int:
+            raise TypeError(f"get_int_min_value() of {self.name}, which is not an integer type")
+        return self.min
+
+    @property
+    def fp_mantissa_width(self) -> int:
+        if self.name not in _FLOAT_LAYOUT:
+            raise AttributeError(f"{self.name} is not a float type: it has no "
+                                 "fp_mantissa_width")
+        return _FLOAT_LAYOUT[self.name][0]
+
+    @property
+    def exponent_bias(self) -> int:
+        if self.name not in _FLOAT_LAYOUT:
+            raise AttributeError(f"{self.name} is not a float type: it has no exponent_bias")
+        return _FLOAT_LAYOUT[self.name][1]
+
+    @property
+    def scalar(self) -> DType:
+        """Triton's scalar type of a (block) type: a dtype is its own."""
+        return self
+
+    def codegen_name(self) -> str:
+        return self.name
+
+    def is_const(self) -> bool:
+        return False
+
+    @staticmethod
+    def is_dtype(type_str: str) -> bool:
+        """True when ``type_str`` names a dtype (Triton's ``dtype.is_dtype``)."""
+        return type_str in _NUMPY
 
     @property
     def element_ty(self) -> DType:

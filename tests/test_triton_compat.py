@@ -1179,6 +1179,40 @@ def bits_of(x_ptr, out_ptr, N: tl.constexpr, BITS: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs).to(utype, bitcast=True))
 
 
+@triton.jit
+def dtype_limits_kernel(x_ptr, out_ptr):
+    # FlagGems' get_dtype_max/min: limits from the dtype's layout attributes
+    dt: tl.constexpr = x_ptr.dtype.element_ty
+    if dt.is_floating():
+        tl.store(out_ptr, dt.fp_mantissa_width * 10000 + dt.exponent_bias)
+    elif dt.int_signedness == tl.dtype.SIGNEDNESS.SIGNED:
+        width: tl.constexpr = dt.int_bitwidth
+        tl.store(out_ptr, 2 ** (width - 1) - 1)
+    else:
+        tl.store(out_ptr, dt.get_int_max_value() - dt.get_int_min_value())
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16",
+                                   "float16", "bfloat16", "float32", "float64"])
+def test_dtype_layout_attributes_as_triton_gives_them(dtype):
+    ours, theirs = getattr(dsl, dtype), getattr(tl, dtype)
+    assert ours.scalar is ours
+    names = ["primitive_bitwidth", "codegen_name"]
+    names += ["int_bitwidth", "int_signedness", "get_int_max_value", "get_int_min_value"] \
+        if dtype.startswith(("int", "uint")) else ["fp_mantissa_width", "exponent_bias"]
+    for name in names:
+        mine, want = getattr(ours, name), getattr(theirs, name)
+        mine, want = (mine(), want()) if callable(want) else (mine, want)
+        assert str(mine).rsplit(".", 1)[-1] == str(want).rsplit(".", 1)[-1], (dtype, name)
+    x = np.zeros(1, dsl.dtypes.by_name(dtype).np)
+    out = np.zeros(1, np.int64)
+    dsl.from_triton(dtype_limits_kernel)[(1,)](x, out)
+    expected = theirs.fp_mantissa_width * 10000 + theirs.exponent_bias if \
+        theirs.is_floating() else theirs.get_int_max_value() - theirs.get_int_min_value() \
+        if theirs.is_int_unsigned() else theirs.get_int_max_value()
+    assert out[0] == expected
+
+
 def test_a_dtype_named_by_a_string_at_compile_time():
     x = np.float32([1.5, -2.0, 0.0, 3.25])
     out = np.zeros(4, np.uint32)
