@@ -281,8 +281,11 @@ class TritonKernel(JITFunction):
             return
         names = [p.name for p in self.source.params]
         nargs = dict(zip(names, args))
-        config = self.config if self._stated else self._first_kept(nargs, kwargs)
-        full = {**nargs, **kwargs, **_all_kwargs(config)}
+        # Triton's Autotuner.run gets the launch's grid and warmup among its keywords and
+        # hands them to the prune, the perf model and the hooks (``nargs["grid"]``)
+        tuner_kwargs = {**kwargs, "grid": grid, "warmup": False}
+        config = self.config if self._stated else self._first_kept(nargs, tuner_kwargs)
+        full = {**nargs, **tuner_kwargs, **_all_kwargs(config)}
         if len(self.configs) > 1 and self.tuner is not None:
             if getattr(self.tuner, "user_defined_pre_hook", False):
                 self.tuner.pre_hook(full, reset_only=True)

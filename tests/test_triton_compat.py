@@ -1117,6 +1117,36 @@ def test_an_autotuned_launchs_kernel_launches_again_with_its_config(torch):
     assert torch.equal(out, x * 4)
 
 
+def test_autotune_hooks_and_prune_see_the_launch_grid(torch):
+    # Triton's Autotuner.run has grid= and warmup= among its keywords: the prune gets
+    # them, and a config's pre_hook reads nargs["grid"] (TritonBench's memory hooks)
+    seen = {}
+
+    def prune(configs, named_args, **kwargs):
+        seen["prune"] = (kwargs["grid"], kwargs["warmup"])
+        return configs[:1]
+
+    def hook(nargs):
+        seen["hook"] = nargs["grid"](nargs)
+
+    def grid(meta):
+        return (triton.cdiv(20, meta["BLOCK"]),)
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": 8}, pre_hook=hook),
+                              triton.Config({"BLOCK": 16}, pre_hook=hook)],
+                     key=["n"], prune_configs_by={"early_config_prune": prune})
+    @triton.jit
+    def copy(x, y, n, BLOCK: tl.constexpr):
+        o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y + o, tl.load(x + o, mask=o < n), mask=o < n)
+
+    x = torch.arange(20.0)
+    y = torch.zeros(20)
+    copy[grid](x, y, 20)
+    assert torch.equal(y, x)
+    assert seen == {"prune": (grid, False), "hook": (3,)}
+
+
 @triton.jit
 def triton_assignment_rules(x_ptr, out_ptr, A, B, N: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, N))
