@@ -1091,8 +1091,10 @@ class Interpreter:
         dtype = op.result.dtype
         access, addresses, _, element = self._resolved(op, frame, dtype, "load")
         if op.other is not None:
+            # (C order: a copy of a broadcast keeps its axis order, and ``flat`` below
+            # must be a view of ``out``, not a copy that the loaded values are lost in)
             out = np.array(np.broadcast_to(materialize(frame.get(op.other)), addresses.shape),
-                           dtype=element)
+                           dtype=element, order="C")
         else:
             out = np.zeros(addresses.shape, element)
         flat = out.reshape(-1)

@@ -596,7 +596,16 @@ class _Emitter:
                 expr = f"tl.where({self.name(mask)}, {expr}, {self.name(other)})"
             return expr
         if mask is not None and other is not None:
-            return f"tl.load({address}, mask={self.name(mask)}, other={self.name(other)}{flags})"
+            if _one_value_for_every_lane(other):
+                return f"tl.load({address}, mask={self.name(mask)}, other={self.name(other)}" \
+                    f"{flags})"
+            # a block ``other``: triton-adapter-opt 3.2.0 takes only a splat scalar ("other
+            # value used in masked load produced by unsupported instruction"), so the
+            # masked-off lanes are selected after the load
+            expr = f"tl.load({address}, mask={self.name(mask)}{flags})"
+            if not self.lanes_observed(op.result, mask):
+                return expr
+            return f"tl.where({self.name(mask)}, {expr}, {self.name(other)})"
         return f"tl.load({address}{flags})"
 
     def _written_address(self, op: Op) -> str:
@@ -658,9 +667,13 @@ class _Emitter:
 
     def op_load_address(self, op: Op, indent: int) -> None:
         pointer = self._host_pointer(op, op.result.dtype, indent)
-        masked = f", mask={self.name(op.mask)}, other={self.name(op.other)}" \
-            if op.mask is not None else ""
-        expr = f"tl.load({pointer}{masked})"
+        if op.mask is None:
+            expr = f"tl.load({pointer})"
+        elif _one_value_for_every_lane(op.other):
+            expr = f"tl.load({pointer}, mask={self.name(op.mask)}, other={self.name(op.other)})"
+        else:  # (a block ``other``: see ``_plain_load_expression``)
+            expr = f"tl.where({self.name(op.mask)}, tl.load({pointer}, " \
+                f"mask={self.name(op.mask)}), {self.name(op.other)})"
         if op.result.dtype.is_bool:  # (loaded as int8: see ``_load_expression``)
             expr = f"({expr}) != 0"
         self.emit(f"{self.define(op.result)} = {expr}", indent, op.loc)
@@ -781,6 +794,17 @@ def _through_casts(v: Value) -> Value:
 def _is_zero(v: Value) -> bool:
     owner = v.owner
     return owner is not None and owner.constant == 0 and not isinstance(owner.constant, bool)
+
+
+def _one_value_for_every_lane(v: Value) -> bool:
+    """``v`` is a constant or a scalar broadcast to a block (a splat in Triton IR): the
+    only ``other`` of a masked load that triton-adapter-opt 3.2.0 lowers."""
+    owner = v.owner
+    while owner is not None and owner.defn is OPS["broadcast"] and owner.source.shape:
+        owner = owner.source.owner
+    if owner is None or not v.shape:
+        return True
+    return owner.constant is not None or owner.defn is OPS["broadcast"]
 
 
 def _is_zero_offset_of(use: Op, v: Value) -> bool:

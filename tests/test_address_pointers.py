@@ -423,6 +423,26 @@ def test_every_backend_agrees(cpu_toolchain, toolchain):
     assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
 
 
+@triton.jit
+def gather_with_lane_other(table, out, n, BLOCK: tl.constexpr):
+    """``gather_through_table`` whose masked-off lanes are ``-lane`` (a block other)."""
+    g = tl.program_id(0)
+    src = tl.load(table + g).to(tl.pointer_type(tl.float32))
+    offs = tl.arange(0, BLOCK)
+    tl.store(out + g * BLOCK + offs, tl.load(src + offs, mask=offs < n, other=offs * -1.0))
+
+
+def test_a_block_other_through_an_address_in_every_backend(cpu_toolchain):
+    xs = [torch.randn(37), torch.randn(50)]
+    expected = -torch.arange(64, dtype=torch.float32).repeat(2, 1)
+    expected[0, :37], expected[1, :37] = xs[0][:37], xs[1][:37]
+    for backend in ("interpreter", "compiled-cpu"):
+        out = torch.zeros(2 * 64)
+        dsl.from_triton(gather_with_lane_other).launch(addresses(*xs), out, 37, BLOCK=64,
+                                                       grid=(2,), backend=backend)
+        torch.testing.assert_close(out.view(2, 64), expected, rtol=0, atol=0)
+
+
 def test_compiled_cpu_checks_the_addresses_before_its_code_runs(cpu_toolchain):
     xs = [torch.zeros(40), torch.zeros(40)]
     table = addresses(*xs)
