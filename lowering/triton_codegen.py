@@ -240,15 +240,43 @@ class _Emitter:
         return name
 
     def op_reduce_fn(self, op: Op, indent: int) -> None:
-        self._combine_call(op, indent, "tl.reduce", "")
+        if not _scanned_reduce(op):
+            self._combine_call(op, indent, "tl.reduce", "")
+            return
+        # triton-ascend 3.2.0 lowers any other combine to a linalg.reduce whose
+        # accumulator is never initialised (garbage folded in) or starts from an
+        # identity such as -inf (a maximum of NaNs gave -inf): the left fold is the
+        # last element of the scan of the same combine, which it lowers as that loop
+        source, axis = op.operands[0], op.attrs["axis"]
+        function = self._combine_function(op)
+        scanned = self.temporary()
+        self.emit(f"{scanned} = tl.associative_scan({self._scan_operand(source)}, {axis}, "
+                  f"{function})", indent, op.loc)
+        shape, rank = list(source.shape), source.rank
+        offsets = [0] * rank
+        offsets[axis] = shape[axis] - 1
+        shape[axis] = 1
+        last = f"tl.extract_slice({scanned}, {_shape(tuple(offsets))}, {_shape(tuple(shape))}, " \
+            f"{_shape((1,) * rank)})"
+        result = op.results[0]
+        if result.shape:
+            self.emit(f"{self.define(result)} = tl.reshape({last}, {_shape(result.shape)})",
+                      indent, op.loc)
+        else:  # Triton has no 0-d reshape: an xor reduce of the one element is its bits
+            self.emit(f"{self.define(result)} = {_only_element(last, result.dtype)}", indent,
+                      op.loc)
+
+    def _scan_operand(self, v: Value) -> str:
+        """The block a scan reads: a loaded block's own second load (``scan_copies``)."""
+        return self.scan_copies.get(v.uid) or self.name(v)
 
     def op_scan_fn(self, op: Op, indent: int) -> None:
         self._combine_call(op, indent, "tl.associative_scan", f", reverse={op.attrs['reverse']}")
 
     def _combine_call(self, op: Op, indent: int, call: str, extra: str) -> None:
         function = self._combine_function(op)
-        sources = [self.scan_copies.get(v.uid) or self.name(v)
-                   if op.defn.reads_operand_buffers else self.name(v) for v in op.operands]
+        sources = [self._scan_operand(v) if _reads_operand_buffers(op) else self.name(v)
+                   for v in op.operands]
         source = sources[0] if len(sources) == 1 else f"({', '.join(sources)},)"
         results = ", ".join(self.define(r) for r in op.results)
         if len(op.results) > 1:
@@ -568,7 +596,7 @@ class _Emitter:
 
     def op_load(self, op: Op, indent: int) -> None:
         self.emit(f"{self.define(op.result)} = {self._load_expression(op)}", indent, op.loc)
-        if any(user.defn.reads_operand_buffers for user in op.result.users):
+        if any(_reads_operand_buffers(user) for user in op.result.users):
             # the scan's own copy (``scan_copies``); volatile, so that no pass merges
             # it with the load above
             copy = self.temporary()
@@ -794,6 +822,47 @@ def _through_casts(v: Value) -> Value:
 def _is_zero(v: Value) -> bool:
     owner = v.owner
     return owner is not None and owner.constant == 0 and not isinstance(owner.constant, bool)
+
+
+# combines that triton-ascend 3.2.0 lowers to a linalg.reduce from the right identity:
+# one op of the two region arguments; float maximum/minimum are not among them (the
+# identity is -inf/+inf, which a fold of NaNs does not give), nor float and/or/xor
+_IDENTITY_COMBINES = {"int": ("add", "mul", "maximum", "minimum", "and", "or", "xor"),
+                      "bool": ("and", "or", "xor", "maximum", "minimum"),
+                      "float": ("add", "mul")}
+
+
+def _scanned_reduce(op: Op) -> bool:
+    """A ``reduce_fn`` that the generated Triton spells as the last element of a scan
+    (see ``op_reduce_fn``): one operand, and a combine outside ``_IDENTITY_COMBINES``."""
+    if op.defn is not OPS["reduce_fn"] or len(op.operands) != 1:
+        return False
+    region = op.body
+    body = [o for o in region.ops if not o.defn.terminator]
+    if len(body) == 1 and set(body[0].operands) == set(region.args) and \
+            region.yielded() == tuple(body[0].results):
+        kinds = _IDENTITY_COMBINES[op.operands[0].dtype.kind]
+        if any(body[0].defn is OPS[kind] for kind in kinds):
+            return False
+    return True
+
+
+def _reads_operand_buffers(op: Op) -> bool:
+    """The op's lowering reads its operands' buffers directly: a scan, or a reduce
+    spelled as one (``scan_copies``)."""
+    return op.defn.reads_operand_buffers or _scanned_reduce(op)
+
+
+def _only_element(block: str, dtype: DType) -> str:
+    """The scalar of a one-element block, bit for bit: an xor reduce (identity 0) of
+    its bits (``tl.sum`` would widen small integers and turn -0.0 into +0.0)."""
+    if dtype.is_bool:
+        return f"tl.xor_sum(({block}).to(tl.int8), axis=0) != 0"
+    if dtype.is_int:
+        return f"tl.xor_sum({block}, axis=0)"
+    bits = f"tl.int{dtype.bits}"
+    return f"tl.xor_sum(({block}).to({bits}, bitcast=True), axis=0).to({dtype.triton_name}, " \
+        "bitcast=True)"
 
 
 def _one_value_for_every_lane(v: Value) -> bool:

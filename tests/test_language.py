@@ -1556,6 +1556,97 @@ def test_combine_functions_compiled_cpu_bit_exact(cpu_toolchain):
     differential(combine_functions, args, dict(kwargs, ADD_SCAN=False, PAIR=False), grid=(1,))
 
 
+@dsl.jit
+def larger_magnitude(a, b):
+    return dsl.where(dsl.abs(a) >= dsl.abs(b), a, b)
+
+
+@dsl.jit
+def difference(a, b):
+    return a - b
+
+
+@dsl.jit
+def min_combine(a, b):
+    return dsl.minimum(a, b)
+
+
+@dsl.jit
+def folds(x, out, R: dsl.constexpr, C: dsl.constexpr):
+    """Reduces whose combine triton-ascend 3.2.0 does not lower from an identity (a
+    select, a difference) or lowers from one a fold of NaNs does not give (float
+    maximum/minimum), over rows, columns and the whole block."""
+    r = dsl.arange(0, R)[:, None]
+    c = dsl.arange(0, C)[None, :]
+    a = dsl.load(x, r * C + c)
+    rows, cols = dsl.arange(0, R), dsl.arange(0, C)
+    dsl.store(out, rows, dsl.reduce(a, 1, larger_magnitude))
+    dsl.store(out, R + rows, dsl.reduce(a, 1, difference))
+    dsl.store(out, 2 * R + rows, dsl.reduce(a, 1, max_combine))
+    dsl.store(out, 3 * R + cols, dsl.reduce(a, 0, min_combine))
+    flat = dsl.reshape(a, (R * C,))
+    dsl.store(out, 3 * R + C, dsl.reduce(flat, 0, larger_magnitude))
+    dsl.store(out, 3 * R + C + 1, dsl.reduce(flat, 0, max_combine))
+
+
+def _folds_case(dtype, R=4, C=8):
+    rng = np.random.default_rng(7)
+    if dtype in (np.float32, np.float16, ml_dtypes.bfloat16):
+        x = rng.standard_normal((R, C)).astype(np.float32) * 4
+        x[1] = np.nan                                  # a row of NaNs
+        x[2] = np.where(np.arange(C) % 2, 0.0, -0.0)   # signed zeros
+        x[3, 3] = np.nan                               # one NaN inside a row
+        x = x.astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, (R, C), endpoint=True).astype(dtype)
+    return x, np.zeros(3 * R + C + 2, dtype)
+
+
+def _left_fold(rows, combine):
+    acc = rows[..., 0]
+    for i in range(1, rows.shape[-1]):
+        acc = combine(acc, rows[..., i])
+    return acc
+
+
+def test_reduce_with_a_combine_function_is_a_left_fold_of_it():
+    x, out = _folds_case(np.float32)
+    folds[(1,)](x.reshape(-1), out, R=4, C=8)
+
+    def magnitude(a, b):
+        return np.where(np.abs(a) >= np.abs(b), a, b)
+
+    def first_of_equal(extreme):  # IEEE maxNum/minNum; of +0.0 and -0.0 the first
+        return lambda a, b: np.where(a == b, a, extreme(a, b))
+
+    fmax, fmin = first_of_equal(np.fmax), first_of_equal(np.fmin)
+    with np.errstate(invalid="ignore"):
+        expected = np.concatenate([_left_fold(x, magnitude), _left_fold(x, np.subtract),
+                                   _left_fold(x, fmax), _left_fold(x.T, fmin),
+                                   [_left_fold(x.reshape(-1), magnitude)],
+                                   [_left_fold(x.reshape(-1), fmax)]]).astype(np.float32)
+    np.testing.assert_array_equal(out.view(np.uint32), expected.view(np.uint32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16, np.int8,
+                                   np.int32, np.uint8])
+def test_reduce_with_a_combine_function_compiled_cpu_bit_exact(cpu_toolchain, dtype):
+    """triton-ascend 3.2.0 lowered a select combine to a linalg.reduce folding in an
+    uninitialised accumulator (-181503.4 for a row of 1, -5, 3, 2) and a float maximum
+    from -inf (a row of NaNs gave -inf): the generated Triton spells these folds as
+    the last element of a scan of the combine."""
+    x, out = _folds_case(dtype)
+    differential(folds, (x.reshape(-1), out), {"R": 4, "C": 8}, grid=(1,))
+
+
+def test_reduce_with_a_combine_function_lowers_as_a_scan_within_ub(toolchain):
+    f32 = dsl.tensor_spec("float32")
+    lowered = folds.lower(f32, f32, R=16, C=64, target="Ascend910B4")
+    assert lowered.triton.count("tl.associative_scan(") == 6  # all six folds
+    assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
+
+
 def test_tuple_reduces_are_refused_in_compiled_cpu_mode(cpu_toolchain):
     """triton-ascend 3.2.0's CPU lowering of a (value, index) reduce with a user combine
     returns wrong indices (row 1: index 1 for a maximum at 7) and, found in session 19,
