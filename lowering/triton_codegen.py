@@ -486,6 +486,10 @@ class _Emitter:
 
     def op_histogram(self, op: Op, indent: int) -> None:
         src, bins = self.name(op.source), op.attrs["num_bins"]
+        if op.source.dtype.bits < 32:
+            # triton-ascend's hfusion.histogram takes i32 or i64 values only ("input
+            # element type must be i32 or i64"); the widened values are the same
+            src = f"{src}.to(tl.int32)"
         if op.mask is None:
             self.emit(f"{self.define(op.result)} = tl.histogram({src}, {bins})", indent, op.loc)
             return

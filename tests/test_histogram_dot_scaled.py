@@ -71,6 +71,19 @@ def test_histogram_refuses_a_float_or_2d_block():
         dsl.from_triton(floats)[(1,)](np.zeros(8, np.float32), np.zeros(4, np.int32))
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16])
+def test_histogram_of_narrow_integers_compiled_cpu_and_lowered(cpu_toolchain, toolchain, dtype):
+    # triton-ascend's hfusion.histogram takes i32 or i64 values only ("input element type
+    # must be i32 or i64"): the generated Triton widens narrower ones first
+    x = np.random.default_rng(3).integers(0, 16, 1000).astype(dtype)
+    differential(dsl.from_triton(histogram_rows), (x, np.zeros(8 * 16, np.int32), 1000),
+                 {"BLOCK": 128, "BINS": 16}, grid=(8,))
+    lowered = dsl.from_triton(histogram_rows).lower(
+        dsl.tensor_spec(np.dtype(dtype).name), dsl.tensor_spec("int32"), 1000,
+        target="Ascend910B4", BLOCK=1024, BINS=64)
+    assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
+
+
 def test_histogram_compiled_cpu_bit_exact(cpu_toolchain):
     rng = np.random.default_rng(2)
     x = rng.integers(0, 16, 1000).astype(np.int64)
