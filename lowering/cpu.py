@@ -427,7 +427,9 @@ def _linalg_to_llir(linalg: str, llvm_root: Path) -> str:
             # into another file: mlir-opt maps its input, and writing over it (past
             # ~16 KiB) crashed it
             libm = work / "kernel.libm.mlir"
-            run_tool("llir", [llvm_root / "bin" / "mlir-opt", source,
+            # the math ops LLVM has first: the libm pass marks every op it knows
+            # illegal, and failed on a math.rsqrt it has no function for
+            run_tool("llir", [llvm_root / "bin" / "mlir-opt", source, "--convert-math-to-llvm",
                               "--convert-math-to-libm", "-o", libm])
             source = libm
         dialect = work / "kernel.llvm.mlir"
@@ -581,6 +583,11 @@ UNLOWERABLE_FORMS = {
                              "argmin of eight int32 1048576)"
                              if op.source.dtype.is_int else None,
     "reduce_fn": lambda op: _tuple_reduce_failure(len(op.operands)),
+    "cast": lambda op: "its float64 -> bfloat16 conversion calls compiler-rt's "
+                       "__truncdfbf2, which the shared object cannot find (LLVM 19's "
+                       "builtins here have none)"
+                       if op.source.dtype.name == "float64" and
+                       op.result.dtype.name == "bfloat16" else None,
 }
 
 

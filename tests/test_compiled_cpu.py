@@ -368,6 +368,26 @@ def test_integer_argmax_is_refused_in_compiled_cpu_mode(cpu_toolchain):
 
 
 @dsl.jit
+def narrow_to_bfloat16(x, out, N: dsl.constexpr):
+    i = dsl.arange(0, N)
+    dsl.store(out, i, dsl.load(x, i).to(dsl.bfloat16))
+
+
+def test_float64_to_bfloat16_is_refused_in_compiled_cpu_mode(cpu_toolchain):
+    """The CPU route's float64 -> bfloat16 conversion calls compiler-rt's __truncdfbf2,
+    which no library here has: loading the shared object raised a raw OSError."""
+    import ml_dtypes
+
+    x = np.array([1.00390625, 3.14159, 1e39, -0.0], np.float64)
+    out = np.zeros(4, ml_dtypes.bfloat16)
+    narrow_to_bfloat16(x, out, N=4)
+    np.testing.assert_array_equal(out.view(np.uint16), x.astype(ml_dtypes.bfloat16).view(
+        np.uint16))
+    with pytest.raises(cpu_toolchain.CompiledCPUError, match="float64 -> bfloat16"):
+        narrow_to_bfloat16.launch(x, out, N=4, grid=(1,), backend="compiled-cpu")
+
+
+@dsl.jit
 def counted_loop(out, lo, hi, step, STEP: dsl.constexpr):
     total = 0
     trips = 0
@@ -419,6 +439,23 @@ def test_erf_in_a_kernel_whose_linalg_is_large(cpu_toolchain):
     b, v = rng.standard_normal(16).astype(np.float32), rng.standard_normal(2).astype(np.float32)
     differential(erf_of_a_large_kernel, (b, v, np.zeros(16, np.float32), np.zeros(2, np.float32),
                                          2, 8), {"BR": 2, "BC": 8}, grid=(1,))
+
+
+@dsl.jit
+def erf_beside_rsqrt(x, a, b, N: dsl.constexpr):
+    i = dsl.arange(0, N)
+    v = dsl.load(x, i)
+    dsl.store(a, i, dsl.rsqrt(v))
+    dsl.store(b, i, dsl.erf(v) * dsl.sqrt(v) + dsl.exp(-v))
+
+
+def test_erf_beside_math_ops_that_have_no_libm_function(cpu_toolchain):
+    """erf's libm pre-pass marks every math op it knows illegal and failed on
+    ``math.rsqrt`` ("failed to legalize operation 'math.rsqrt'"): the ops LLVM has
+    are converted first."""
+    x = np.linspace(0.5, 4, 16).astype(np.float32)
+    differential(erf_beside_rsqrt, (x, np.zeros(16, np.float32), np.zeros(16, np.float32)),
+                 {"N": 16}, grid=(1,))
 
 
 @dsl.jit
