@@ -1213,6 +1213,8 @@ def dot(b: Builder, x: Operand, y: Operand, acc: Operand | None, input_precision
         out = dt.float32
     elif out_dtype == dt.float16 and xv.dtype == dt.float16:
         out = dt.float16
+    elif out_dtype == dt.float16 and xv.dtype in (dt.float32, dt.bfloat16) and b.triton_rules:
+        out = dt.float32  # Triton's semantic.dot ignores out_dtype for these operands
     else:
         raise b.error(f"dot() out_dtype {out_dtype} is not supported for {xv.dtype.name} "
                       "operands (float32, or float16 for float16 operands)")

@@ -299,6 +299,29 @@ def test_a_batched_dot_compiled_cpu_and_lowered(cpu_toolchain):
 
 
 @triton.jit
+def dot_asking_float16(a_ptr, b_ptr, c_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    a = tl.load(a_ptr + i[:, None] * N + i[None, :])
+    b = tl.load(b_ptr + i[:, None] * N + i[None, :])
+    c = tl.dot(a, b, out_dtype=tl.float16)
+    tl.store(c_ptr + i[:, None] * N + i[None, :], c + (c.dtype == tl.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_a_dot_of_32_bit_or_bfloat16_operands_ignores_a_float16_out_dtype(dtype):
+    # Triton 3.2's semantic.dot: fp32 and bf16 operands give float32 whatever out_dtype
+    # says (float16 was refused here)
+    rng = np.random.default_rng(5)
+    a, b = (rng.standard_normal((16, 16)).astype(dtype) for _ in range(2))
+    c = np.zeros((16, 16), np.float32)
+    dsl.from_triton(dot_asking_float16)[(1,)](a, b, c, N=16)
+    exact = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    bound = 2 * 16 * np.finfo(np.float32).eps * np.matmul(np.abs(a.astype(np.float64)),
+                                                          np.abs(b.astype(np.float64)))
+    assert (np.abs(c - 1.0 - exact) <= bound).all()  # (the + 1: the dot is float32)
+
+
+@triton.jit
 def mismatched_batches(a_ptr, c_ptr):
     a = tl.load(a_ptr + tl.arange(0, 16)[:, None, None] * 0 + tl.arange(0, 16)[None, :, None] * 0
                 + tl.arange(0, 16)[None, None, :] * 0)
