@@ -138,6 +138,7 @@ class Elementwise:
     fp32_when_16bit: bool = False  # 16-bit operands promote to fp32 (semantic rule 4)
     neutral: int | None = None  # integer identity element (``x op neutral == x``)
     neutral_left: bool = False  # also ``neutral op x == x``
+    absorbing: int | None = None  # integer absorbing element (``x op a == a op x == a``)
 
     @property
     def arity(self) -> int:
@@ -696,7 +697,7 @@ _ELEMENTWISE = [
     _ew("sub", Elementwise("-", "{0} - {1}", _NUM, "same", _binary(np.subtract), np.subtract),
         "a - b"),
     _ew("mul", Elementwise("*", "{0} * {1}", _NUM, "same", _binary(np.multiply), np.multiply,
-                           neutral=1, neutral_left=True), "a * b"),
+                           neutral=1, neutral_left=True, absorbing=0), "a * b"),
     _ew("truediv", Elementwise("/", "{0} / {1}", _FLOAT, "same", _binary(np.divide), np.divide,
                                fp32_when_16bit=True), "a / b in floating point"),
     _ew("floordiv", Elementwise("//", "{0} // {1}", _INT, "same", _binary(nm.c_floordiv),

@@ -95,6 +95,11 @@ def _fold_elementwise(op: Op) -> Op | Value | None:
     assert ew is not None
     values = [_const_value(v) for v in op.operands]
     dtype = op.result.dtype
+    if ew.absorbing is not None and dtype.is_int and not dtype.is_bool and \
+            ew.absorbing in values:
+        # ``r * 0``: Triton kernels broadcast a block of pointers so (``x_ptr + r * 0 +
+        # c``), and the code generator sees the broadcast only once it is one
+        return _make_const(op, ew.absorbing, op.result.type)
     if ew.neutral is not None and dtype.is_int and not dtype.is_bool:
         a, b = op.lhs, op.rhs
         if values[1] == ew.neutral and a.type == op.result.type:

@@ -238,13 +238,13 @@ T = TypeVar("T")
 
 def retry_with_guarded_offsets(attempt: Callable[[bool], T]) -> T:
     """``attempt(False)``, compiling the kernel as generated; after triton-ascend's
-    refusal of offsets below 0 in masked-off lanes (``OFFSETS_REFUSED``),
-    ``attempt(True)``, compiling it generated with those offsets guarded
-    (``generate(masked_offsets_guarded=True)``)."""
+    refusal of offsets below 0 in masked-off lanes or of a zero stride
+    (``OFFSETS_REFUSED``), ``attempt(True)``, compiling it generated with masked
+    offsets guarded (``generate(masked_offsets_guarded=True)``)."""
     try:
         return attempt(False)
     except LoweringError as err:
-        if OFFSETS_REFUSED not in str(err):
+        if not any(refusal in str(err) for refusal in OFFSETS_REFUSED):
             raise
         return attempt(True)
 

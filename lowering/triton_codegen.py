@@ -627,6 +627,9 @@ class _Emitter:
             if mask is not None and other is not None and self.lanes_observed(op.result, mask):
                 expr = f"tl.where({self.name(mask)}, {expr}, {self.name(other)})"
             return expr
+        narrow = self._broadcast_load(op, flags)
+        if narrow is not None:
+            return narrow
         if mask is not None and other is not None:
             if _one_value_for_every_lane(other):
                 return f"tl.load({address}, mask={self.name(mask)}, other={self.name(other)}" \
@@ -639,6 +642,32 @@ class _Emitter:
                 return expr
             return f"tl.where({self.name(mask)}, {expr}, {self.name(other)})"
         return f"tl.load({address}{flags})"
+
+    def _broadcast_load(self, op: Op, flags: str) -> str | None:
+        """A load whose offsets are a block broadcast along some axes (``x_ptr + r * 0 +
+        c``), as the load of the smaller block, broadcast: triton-ascend 3.2.0's pointer
+        analysis asserts "strides must not be zero" on the broadcast offsets, in its
+        CPU and NPU lowerings alike. None unless the mask (if any) is a broadcast of a
+        mask constant along the same axes."""
+        owner = op.offset.owner
+        if owner is None or owner.defn is not OPS["broadcast"] or \
+                owner.source.rank != op.offset.rank:
+            return None
+        source = owner.source
+        shape = _shape(op.result.shape)
+        pointer = f"{self.name(op.view)}_ptr + {self.name(source)}"
+        if op.mask is None:
+            return f"tl.broadcast_to(tl.load({pointer}{flags}), {shape})"
+        narrow = _broadcast_from(op.mask, source.shape)
+        if narrow is None:
+            return None
+        mask = f"tl.broadcast_to({self.name(narrow)}, {_shape(source.shape)})"
+        if self.masked_offsets_guarded:
+            pointer = f"{self.name(op.view)}_ptr + tl.where({mask}, {self.name(source)}, 0)"
+        expr = f"tl.broadcast_to(tl.load({pointer}, mask={mask}{flags}), {shape})"
+        if op.other is None or not self.lanes_observed(op.result, op.mask):
+            return expr
+        return f"tl.where({self.name(op.mask)}, {expr}, {self.name(op.other)})"
 
     def _written_address(self, op: Op) -> str:
         """The address a store or atomic writes: with a constant-0 offset (a one-element
@@ -869,6 +898,18 @@ def _only_element(block: str, dtype: DType) -> str:
         "bitcast=True)"
 
 
+def _broadcast_from(v: Value, shape: tuple[int, ...]) -> Value | None:
+    """The value ``v`` is a broadcast of, when that value's shape broadcasts to
+    ``shape`` (``v`` is constant along the axes ``shape`` has as 1); else None."""
+    owner = v.owner
+    if owner is None or owner.defn is not OPS["broadcast"]:
+        return None
+    source = owner.source
+    if source.rank != len(shape) or any(a != 1 and a != b for a, b in zip(source.shape, shape)):
+        return None
+    return source
+
+
 def _one_value_for_every_lane(v: Value) -> bool:
     """``v`` is a constant or a scalar broadcast to a block (a splat in Triton IR): the
     only ``other`` of a masked load that triton-adapter-opt 3.2.0 lowers."""
@@ -945,8 +986,10 @@ EMITTERS: dict[str, Callable[[_Emitter, Op, int], None]] = {
 }
 
 
-# triton-ascend's refusal of an access whose offsets start below zero (see ``generate``)
-OFFSETS_REFUSED = "expected offsets to be non-negative"
+# triton-ascend's refusals of an access's offsets that guarded ones avoid (see
+# ``generate``): offsets starting below zero, and a zero stride it cannot take out
+# (``x + r * 0 + c`` under a mask that varies along r)
+OFFSETS_REFUSED = ("expected offsets to be non-negative", "strides must not be zero")
 
 
 def generate(fn: Function, *, tree_sums: bool = False,
@@ -964,8 +1007,9 @@ def generate(fn: Function, *, tree_sums: bool = False,
     access whose offsets start below 0 ("expected offsets to be non-negative"), even
     in lanes the mask turns off (``x + (i - 3)`` under ``i >= 3``, a shifted halo).
     The guarded offsets are not affine, so the access becomes a gather; the stages
-    that compile generated code retry with it only after that refusal
-    (``OFFSETS_REFUSED``)."""
+    that compile generated code retry with it only after that refusal, or after its
+    assertion "strides must not be zero" on a block of offsets constant along an axis
+    that the load's own mask is not (``OFFSETS_REFUSED``)."""
     em = _Emitter(fn, tree_sums=tree_sums, masked_offsets_guarded=masked_offsets_guarded)
     signature: dict[str, str] = {}
     params: list[str] = []

@@ -717,6 +717,41 @@ def test_a_block_other_compiled_cpu_and_lowered(cpu_toolchain, toolchain):
     assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
 
 
+@dsl.jit
+def rows_of_one_row(x, out, n, rows, R: dsl.constexpr, C: dsl.constexpr, MASK: dsl.constexpr):
+    """Every row of the block reads the same row of x: offsets with a zero stride
+    (``x + r * 0 + c``), unmasked, masked along the columns, and masked along both."""
+    r = dsl.arange(0, R)[:, None]
+    c = dsl.arange(0, C)[None, :]
+    if MASK == 0:
+        v = dsl.load(x + r * 0 + c)
+    elif MASK == 1:
+        v = dsl.load(x + r * 0 + c, mask=c < n, other=-1.0)
+    else:
+        v = dsl.load(x + r * 0 + c, mask=(c < n) & (r < rows), other=-2.0)
+    dsl.store(out + r * C + c, v)
+
+
+@pytest.mark.parametrize("mask", [0, 1, 2])
+def test_offsets_with_a_zero_stride_in_every_backend(cpu_toolchain, toolchain, mask):
+    # triton-ascend 3.2.0's pointer analysis asserted "strides must not be zero" on them
+    # (compiled-CPU and HIVM alike): the code generator loads one row and broadcasts it,
+    # or, under a mask that varies along the rows, guards the offsets
+    x = np.arange(8, dtype=np.float32) + 1
+    out = np.zeros(64, np.float32)
+    rows_of_one_row[(1,)](x, out, 5, 3, R=8, C=8, MASK=mask)
+    r, c = np.arange(8)[:, None], np.arange(8)[None, :]
+    inside = [np.ones((8, 8), bool), c < 5, (c < 5) & (r < 3)][mask]
+    expected = np.where(inside, np.broadcast_to(x, (8, 8)), [0.0, -1.0, -2.0][mask])
+    np.testing.assert_array_equal(out.reshape(8, 8), expected)
+    differential(rows_of_one_row, (x, np.zeros(64, np.float32), 5, 3),
+                 {"R": 8, "C": 8, "MASK": mask}, grid=(1,))
+    f32 = dsl.tensor_spec("float32")
+    lowered = rows_of_one_row.lower(f32, f32, 100, 50, R=16, C=64, MASK=mask,
+                                    target="Ascend910B4")
+    assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
+
+
 def test_chosen_pointers_compiled_cpu_bit_exact(cpu_toolchain):
     n = 37
     a, b, c = (np.random.rand(n).astype(np.float32) + k for k in (0, 10, 100))
