@@ -501,8 +501,17 @@ class _Emitter:
                   f"tl.sum(tl.where({mask}, 0, 1).to(tl.int32), 0), 0)", indent, op.loc)
 
     def op_sort(self, op: Op, indent: int) -> None:
-        self.emit(f"{self.define(op.result)} = tl.sort({self.name(op.source)}, "
-                  f"dim={op.attrs['axis']}, descending={op.attrs['descending']})", indent, op.loc)
+        source, dtype = self.name(op.source), op.source.dtype
+        wider = _SORTED_AS.get(dtype.name)
+        if wider is not None:
+            # triton-ascend 3.2.0's tt.sort takes signed integers, 16-bit and 32-bit floats
+            # and fp8 only ("tt.sort only supports int8, int16, ..."): an unsigned or bool
+            # block sorts as the next wider signed type, which keeps its order
+            source = f"{source}.to({wider})"
+        expr = f"tl.sort({source}, dim={op.attrs['axis']}, descending={op.attrs['descending']})"
+        if wider is not None:
+            expr = f"({expr}).to({dtype.triton_name})"
+        self.emit(f"{self.define(op.result)} = {expr}", indent, op.loc)
 
     def op_flip(self, op: Op, indent: int) -> None:
         self.emit(f"{self.define(op.result)} = tl.flip({self.name(op.source)}, "
@@ -896,6 +905,10 @@ def _only_element(block: str, dtype: DType) -> str:
     bits = f"tl.int{dtype.bits}"
     return f"tl.xor_sum(({block}).to({bits}, bitcast=True), axis=0).to({dtype.triton_name}, " \
         "bitcast=True)"
+
+
+# the signed type an unsigned (or bool) block is sorted as (see ``op_sort``)
+_SORTED_AS = {"int1": "tl.int8", "uint8": "tl.int16", "uint16": "tl.int32", "uint32": "tl.int64"}
 
 
 def _broadcast_from(v: Value, shape: tuple[int, ...]) -> Value | None:
