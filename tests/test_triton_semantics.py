@@ -322,6 +322,26 @@ def test_a_dot_of_32_bit_or_bfloat16_operands_ignores_a_float16_out_dtype(dtype)
 
 
 @triton.jit
+def hf32_dot(a_ptr, b_ptr, c_ptr, N: tl.constexpr):
+    i = tl.arange(0, N)
+    a = tl.load(a_ptr + i[:, None] * N + i[None, :])
+    b = tl.load(b_ptr + i[:, None] * N + i[None, :])
+    tl.store(c_ptr + i[:, None] * N + i[None, :], tl.dot(a, b, input_precision="hf32"))
+
+
+def test_hf32_takes_float32_operands_only_as_on_ascend():
+    # triton-ascend refuses hf32 with 16-bit operands when it compiles the kernel; the
+    # interpreter ran it
+    a = np.eye(16, dtype=np.float32)
+    c = np.zeros((16, 16), np.float32)
+    dsl.from_triton(hf32_dot)[(1,)](a, a, c, N=16)
+    np.testing.assert_array_equal(c, a)
+    half = a.astype(np.float16)
+    with pytest.raises(dsl.DSLCompileError, match="hf32' takes float32 operands"):
+        dsl.from_triton(hf32_dot)[(1,)](half, half, c, N=16)
+
+
+@triton.jit
 def mismatched_batches(a_ptr, c_ptr):
     a = tl.load(a_ptr + tl.arange(0, 16)[:, None, None] * 0 + tl.arange(0, 16)[None, :, None] * 0
                 + tl.arange(0, 16)[None, None, :] * 0)
