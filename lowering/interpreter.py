@@ -534,7 +534,8 @@ class Interpreter:
             a, b = b, a
         affine = Affine.of(a)
         if affine is not None and isinstance(b, np.ndarray) and b.size == 1 \
-                and np.issubdtype(b.dtype, np.integer):
+                and np.issubdtype(b.dtype, np.integer) and \
+                int(b.reshape(-1)[0]) <= np.iinfo(np.int64).max:  # (uint64 from 2**63 wraps)
             scaled = affine.scaled(int(b.reshape(-1)[0]))
             if scaled is not None:
                 frame.set(op.result, scaled.simplest())
@@ -547,6 +548,14 @@ class Interpreter:
         elementwise."""
         a, b = args = [frame.get(op.lhs), frame.get(op.rhs)]
         per_row = _row_uniform(b) if isinstance(a, (Lanes, Affine)) else None
+        if per_row is not None and per_row.dtype == np.uint64:
+            # an unsigned comparison: a bound from 2**63 on holds every lane that is
+            # not negative (``astype(int64)`` made it negative: every lane was false)
+            if isinstance(a, Lanes) and (a.base >= 0).all():
+                bound = np.minimum(per_row, np.uint64(np.iinfo(np.int64).max))
+                frame.set(op.result, LaneMask(a, bound.astype(np.int64)))
+                return
+            per_row = None
         if per_row is not None and isinstance(a, Lanes):
             frame.set(op.result, LaneMask(a, per_row.astype(np.int64)))
             return

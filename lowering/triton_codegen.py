@@ -247,7 +247,7 @@ class _Emitter:
         # accumulator is never initialised (garbage folded in) or starts from an
         # identity such as -inf (a maximum of NaNs gave -inf): the left fold is the
         # last element of the scan of the same combine, which it lowers as that loop
-        source, axis = op.operands[0], op.attrs["axis"]
+        (source,), axis = op.operands, op.attrs["axis"]  # (one: ``_scanned_reduce``)
         function = self._combine_function(op)
         scanned = self.temporary()
         self.emit(f"{scanned} = tl.associative_scan({self._scan_operand(source)}, {axis}, "
@@ -883,7 +883,8 @@ def _scanned_reduce(op: Op) -> bool:
     body = [o for o in region.ops if not o.defn.terminator]
     if len(body) == 1 and set(body[0].operands) == set(region.args) and \
             region.yielded() == tuple(body[0].results):
-        kinds = _IDENTITY_COMBINES[op.operands[0].dtype.kind]
+        (source,) = op.operands
+        kinds = _IDENTITY_COMBINES[source.dtype.kind]
         if any(body[0].defn is OPS[kind] for kind in kinds):
             return False
     return True

@@ -155,6 +155,28 @@ def test_python_ints_from_2_to_the_63_are_uint64_arguments():
         kernel[(1,)](out, -2**63 - 1, N=4)
 
 
+@dsl.jit
+def below_and_times(x, out, prod, n, N: dsl.constexpr):
+    i = dsl.arange(0, N)
+    inside = i < n
+    dsl.store(out, i, dsl.load(x, i, inside), inside)
+    dsl.store(prod, i, (i * n).to(dsl.float64))
+
+
+@pytest.mark.parametrize("n", [2**63, 2**64 - 1])
+def test_lanes_against_a_uint64_bound_from_2_to_the_63(cpu_toolchain, n):
+    # the interpreter's lazy lane mask turned the bound negative (every lane false: a
+    # masked kernel wrote nothing) and its lazy product raised a raw OverflowError
+    x = np.arange(1, 9, dtype=np.float32)
+    out, prod = np.zeros(8, np.float32), np.zeros(8, np.float64)
+    below_and_times[(1,)](x, out, prod, n, N=8)
+    np.testing.assert_array_equal(out, x)
+    expected = (np.arange(8, dtype=np.uint64) * np.uint64(n)).astype(np.float64)
+    np.testing.assert_array_equal(prod, expected)
+    differential(below_and_times, (x, np.zeros(8, np.float32), np.zeros(8, np.float64), n),
+                 {"N": 8}, grid=(1,))
+
+
 # ----------------------------------------------------------------------------- grids
 
 
