@@ -230,6 +230,31 @@ def _parse(fn: Callable[..., Any], src: str | None) -> KernelSource:
     return KernelSource.parse(fn, translate, text=src)
 
 
+class UnrecognisedKeywordError(DSLLaunchError, KeyError):
+    """A launch keyword that is neither a kernel parameter nor a compiler option (a
+    ``KeyError``, as Triton's launcher raises, and a ``DSLLaunchError``)."""
+
+    def __str__(self) -> str:  # (KeyError's own would quote the message)
+        return DSLLaunchError.__str__(self)
+
+
+_COMPILER_OPTIONS: list[frozenset[str] | None] = []
+
+
+def compiler_options() -> frozenset[str] | None:
+    """The option names triton-ascend's compiler takes (``NPUOptions``' fields), which
+    a launch may pass beside the kernel's parameters; None without triton-ascend."""
+    if not _COMPILER_OPTIONS:
+        try:
+            import dataclasses
+
+            from triton.backends.ascend.compiler import NPUOptions
+            _COMPILER_OPTIONS.append(frozenset(f.name for f in dataclasses.fields(NPUOptions)))
+        except (ImportError, TypeError):
+            _COMPILER_OPTIONS.append(None)
+    return _COMPILER_OPTIONS[0]
+
+
 class TritonKernel(JITFunction):
     """A Triton kernel adapted to this project (see ``from_triton``)."""
 
@@ -334,7 +359,17 @@ class TritonKernel(JITFunction):
         """``signature_bind`` for a launch that runs ``config`` (None: no config)."""
         names = {p.name for p in self.source.params}
         # Triton hands keywords that are not parameters (num_warps, ...) to its
-        # compiler, which ignores the ones it does not know: here all are compiler's
+        # compiler as options, and refuses one that is no option either (a misspelt
+        # constexpr with a default would otherwise run silently with the default)
+        options = compiler_options()
+        unknown = sorted(k for k in kwargs if k not in names and options is not None and
+                         k not in options)
+        if unknown:
+            raise UnrecognisedKeywordError(
+                f"{self.name}: keyword argument {unknown[0]!r} was specified but "
+                f"unrecognised: it is neither a parameter of the kernel "
+                f"({', '.join(p.name for p in self.source.params)}) nor an option of "
+                "triton-ascend's compiler (Triton raises KeyError)")
         kwargs = {k: v for k, v in kwargs.items() if k in names}
         if config is not None:
             tuned = dict(getattr(config, "kwargs", config))

@@ -1174,6 +1174,27 @@ def test_autotune_hooks_and_prune_see_the_launch_grid(torch):
 
 
 @triton.jit
+def copy_with_default_block(x_ptr, o_ptr, n, BLOCK: tl.constexpr = 4):
+    offs = tl.arange(0, BLOCK)
+    tl.store(o_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def test_a_misspelt_launch_keyword_is_refused_as_triton_refuses_it():
+    # it was dropped as a compiler option: BLOKC=16 ran with the default BLOCK=4 and
+    # copied a quarter of the input
+    x, out = np.arange(16, dtype=np.float32), np.zeros(16, np.float32)
+    kernel = dsl.from_triton(copy_with_default_block)
+    with pytest.raises(KeyError, match="keyword argument 'BLOKC' was specified but "
+                                       "unrecognised"):
+        kernel[(1,)](x, out, 16, BLOKC=16)
+    with pytest.raises(dsl.DSLLaunchError, match="'bogus_option'"):
+        kernel[(1,)](x, out, 16, bogus_option=1)
+    assert not out.any()
+    kernel[(1,)](x, out, 16, BLOCK=16, num_warps=4, num_stages=2, multibuffer=True)
+    np.testing.assert_array_equal(out, x)  # compiler options are taken (and ignored)
+
+
+@triton.jit
 def triton_assignment_rules(x_ptr, out_ptr, A, B, N: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, N))
     big, small = A, B if A > B else B, A  # three values: Triton keeps the first two
