@@ -111,7 +111,10 @@ def _phase2(op: str, workspace: Any, workspace_size: Any, executor: Any) -> int:
             return status.ACLNN_ERR_PARAM_NULLPTR
         if not (isinstance(workspace, np.ndarray) or is_torch_tensor(workspace)):
             return status.ACLNN_ERR_PARAM_INVALID
-        raw = to_numpy(workspace)
+        try:
+            raw = to_numpy(workspace)
+        except (TypeError, ValueError, RuntimeError):  # another device, a sparse layout
+            return status.ACLNN_ERR_PARAM_INVALID
         if raw.nbytes < executor.workspace_size or not raw.flags.c_contiguous \
                 or not raw.flags.writeable:
             return status.ACLNN_ERR_PARAM_INVALID

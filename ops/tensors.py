@@ -54,10 +54,14 @@ def dtype_name(obj: Any) -> str:
 
 
 def device_error(obj: Any) -> str | None:
-    """Why a tensor cannot be used here (a non-CPU torch tensor), or None."""
+    """Why a tensor cannot be used here (a non-CPU torch tensor, or one that is not a
+    dense strided tensor: sparse, nested, MKL-DNN), or None."""
     if is_torch_tensor(obj) and obj.device.type != "cpu":
         return (f"tensor on device '{obj.device}': this build runs the operators in "
                 "interpreter mode on CPU tensors and NumPy arrays only")
+    if is_torch_tensor(obj) and (obj.is_nested or str(obj.layout) != "torch.strided"):
+        kind = "a nested tensor" if obj.is_nested else f"layout {obj.layout}"
+        return f"{kind}: the operators take dense (strided) tensors only"
     return None
 
 

@@ -18,6 +18,7 @@ computes or writes, so callers validate before building views or launching.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,7 +87,7 @@ def _signature(value: Any) -> tuple | None:
     kind = type(value)
     if kind is np.ndarray or isinstance(value, np.generic):
         return (kind, value.dtype, value.shape)
-    if is_torch_tensor(value):
+    if is_torch_tensor(value) and not value.is_nested:  # (a nested tensor has no shape)
         return (kind, value.dtype, tuple(value.shape), value.device.type)
     return None
 
@@ -122,6 +123,14 @@ def validate(rules: OperatorRules, tensors: dict[str, Any], reduction: Any, chip
             if len(_VALIDATED) >= 256:
                 _VALIDATED.clear()
             _VALIDATED[signature] = checked
+    out = tensors.get("out")
+    if is_torch_tensor(out) and out.requires_grad and sys.modules["torch"].is_grad_enabled():
+        # after the spec's six steps, and on every call (grad mode is not part of the
+        # cached signature): torch refuses such an out= too, and a launch refuses to
+        # write a leaf that requires grad
+        raise status.invalid("out requires grad: torch's functions with out= refuse it "
+                             "while grad mode is on (write into a tensor that does not, "
+                             "or under torch.no_grad())")
     return checked
 
 
@@ -135,6 +144,9 @@ def _validate(rules: OperatorRules, tensors: dict[str, Any], reduction: Any, chi
         if not is_tensor(value):
             raise status.invalid(f"{name} must be a NumPy array or a torch tensor, "
                                  f"got {type(value).__name__}")
+        if is_torch_tensor(value) and value.is_nested:
+            raise status.invalid(f"{name}: a nested tensor; the operators take dense "
+                                 "(strided) tensors only")
         if value.ndim > MAX_RANK:
             raise status.invalid(f"{name} has rank {value.ndim}; at most {MAX_RANK} is supported")
     if rules.a2_a3_only and not has_logits_target_backward(chip):  # step 3

@@ -173,3 +173,39 @@ def test_phase2_never_raises_on_garbage():
         g, x, y, None, 0, np.zeros((4, 5), F32))
     assert aclnn.binary_cross_entropy_backward(None, "0", executor) == INVALID
     assert aclnn.binary_cross_entropy_backward(None, 0, executor) == 0
+
+
+def test_tensors_torch_cannot_hand_over_as_dense_memory_are_a_status(torch):
+    # a sparse or nested operand and a workspace on the meta device or sparse raised
+    # torch's and NumPy's own errors out of the API, which returns statuses only
+    g, t, out = torch.tensor(1.0), torch.full((6,), 0.5), torch.zeros(6)
+    dense = torch.full((6,), 0.3)
+    get = aclnn.binary_cross_entropy_backward_get_workspace_size
+    assert get(g, dense.to_sparse(), t, None, 1, out)[0] == INVALID
+    assert get(g, dense, t, torch.ones(6).to_sparse(), 1, out)[0] == INVALID
+    nested = torch.nested.nested_tensor([torch.ones(3), torch.ones(3)])
+    assert get(g, nested, t, None, 1, out)[0] == INVALID
+    x, y = torch.full((1000,), 0.3), torch.full((1000,), 0.5)
+    loss = torch.zeros(())
+    for workspace in ("meta", "sparse"):
+        status, size, executor = aclnn.binary_cross_entropy_get_workspace_size(x, y, None, 1,
+                                                                               loss)
+        assert status == 0 and size > 0
+        bad = torch.empty(size, dtype=torch.uint8, device="meta") if workspace == "meta" else \
+            torch.ones(size, dtype=torch.uint8).to_sparse()
+        assert aclnn.binary_cross_entropy(bad, size, executor) == INVALID
+    assert loss == 0
+
+
+def test_an_out_that_requires_grad_is_refused_as_torch_refuses_it(torch):
+    g, x, t = torch.tensor(1.0), torch.full((6,), 0.3), torch.full((6,), 0.5)
+    out = torch.zeros(6, requires_grad=True)
+    status, _, executor = aclnn.binary_cross_entropy_backward_get_workspace_size(
+        g, x, t, None, 0, out)
+    assert status == INVALID and executor is None
+    with pytest.raises(ops.AclnnError, match="out requires grad"):
+        ops.binary_cross_entropy_backward(g, x, t, None, "none", out=out)
+    assert not out.detach().any()
+    with torch.no_grad():  # as torch allows it
+        assert aclnn.binary_cross_entropy_backward_get_workspace_size(
+            g, x, t, None, 0, out)[0] == 0
