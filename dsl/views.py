@@ -288,6 +288,11 @@ def wrapped_tensor(obj: Any) -> np.ndarray | None:
     storage = base.untyped_storage()
     start = obj.data_ptr() - storage.data_ptr()  # bytes into the storage
     item = dtype.np.itemsize
+    if obj.data_ptr() % item:
+        # (the device's loads are aligned: elements straddling two of the tensor's were
+        # read, as a pointer cast from such an integer is refused)
+        raise ValueError(f"{type(obj).__name__}'s data_ptr() {obj.data_ptr():#x} is not a "
+                         f"multiple of its element size ({item} bytes, {dtype.name})")
     first, last = span(shape, strides) if all(shape) else (0, -1)  # elements from start
     if all(shape) and (start + first * item < 0 or
                        start + (last + 1) * item > storage.nbytes()):

@@ -489,6 +489,24 @@ def test_a_wrapper_describing_memory_outside_its_tensor_is_refused(torch):
     assert (out == 0).all()
 
 
+class Misaligned(Reinterpreted):
+    """A wrapper whose data_ptr() is 2 bytes into an element of its tensor."""
+
+    def data_ptr(self) -> int:
+        return super().data_ptr() + 2
+
+
+def test_a_wrapper_whose_address_splits_an_element_is_refused(torch):
+    # it read float32 values straddling two of the tensor's elements (2.3e-41 ...)
+    out = torch.zeros(12)
+    with pytest.raises(dsl.DSLLaunchError, match="argument 'x_ptr': Misaligned's data_ptr"
+                                                 r"\(\) 0x[0-9a-f]+ is not a multiple of its "
+                                                 r"element size \(4 bytes, float32\)"):
+        dsl.from_triton(copy_rows)[(1,)](Misaligned(torch.arange(16.0), (3, 4), (4, 1)), out,
+                                         3, 4, 4, 1, 4, 1, R=4, C=4)
+    assert (out == 0).all()
+
+
 @triton.jit
 def _lowest(dtype: tl.constexpr):
     d = dtype.value  # tl.constexpr's .value, as FlagGems' get_dtype_min reads it
