@@ -183,13 +183,36 @@ def _max_block(block: Block, nested: bool) -> int:
     return max((prod(r.shape) for op in ops for r in op.results), default=1)
 
 
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _as_int64(a: np.ndarray) -> np.ndarray:
+    """Loop bounds as int64; a uint64 bound from 2**63 on is taken as the largest int64
+    (no loop reaches it: ``astype`` made it negative, and the loop ran no trip)."""
+    a = np.asarray(a).reshape(-1)
+    if a.dtype == np.uint64:
+        a = np.minimum(a, np.uint64(_INT64_MAX))
+    return a.astype(np.int64)
+
+
+# (trip, row) pairs a flattened loop runs at once (see ``_for_flattened``)
+_FLAT_TRIP_PAIRS = 1 << 22
+
+
 def _trip_counts(lo: np.ndarray, hi: np.ndarray, step: np.ndarray) -> np.ndarray:
-    lo, hi, step = (np.asarray(a, dtype=np.int64).reshape(-1) for a in (lo, hi, step))
+    """Trips of ``range(lo, hi, step)`` per row, without overflow: the distance is
+    taken in uint64 (it fits there whenever the loop runs at all), and counts past
+    int64 are clamped (``hi - lo + step - 1`` overflowed int64: 0 trips)."""
+    lo, hi, step = _as_int64(lo), _as_int64(hi), _as_int64(step)
     if np.any(step == 0):
         raise DSLRuntimeError("range() step is zero")
-    up = (hi - lo + step - 1) // np.where(step > 0, step, 1)
-    down = (lo - hi - step - 1) // np.where(step < 0, -step, 1)
-    return np.maximum(np.where(step > 0, up, down), 0)
+    up = step > 0
+    runs = np.where(up, hi > lo, hi < lo)
+    distance = np.where(up, hi.astype(np.uint64) - lo.astype(np.uint64),
+                        lo.astype(np.uint64) - hi.astype(np.uint64))
+    size = np.where(up, step, -step).astype(np.uint64)  # (-INT64_MIN wraps to 2**63: right)
+    trips = (np.where(runs, distance, 1) - np.uint64(1)) // size + np.uint64(1)
+    return np.where(runs, np.minimum(trips, np.uint64(_INT64_MAX)), 0).astype(np.int64)
 
 
 class _UndecidedRace(Exception):
@@ -1379,21 +1402,27 @@ class Interpreter:
         max_trip = int(trips.max()) if trips.size else 0
         if max_trip == 0:
             return
-        ks, rows = np.nonzero(np.arange(max_trip)[:, None] < trips[None, :])
-        lo64, step64 = lo.astype(np.int64).reshape(-1), step.astype(np.int64).reshape(-1)
-        lo_r = lo64 if lo64.shape[0] == 1 else lo64[rows]
-        st_r = step64 if step64.shape[0] == 1 else step64[rows]
-        ivs = (lo_r + ks * st_r).astype(iv_dtype)
+        lo64, step64 = _as_int64(lo), _as_int64(step)
         per_row = self.block_sizes.setdefault(id(op), _max_block(body, nested=True))
-        chunk = self._chunk_rows(rows.shape[0], per_row)
         pooled = self._poolable(body)
-        frames = []
-        for start in range(0, rows.shape[0], chunk):
-            sel = rows[start:start + chunk]
-            inner = Frame(frame, sel, frame.pid[sel], pooled)
-            inner.set(body.args[0], ivs[start:start + chunk])
-            frames.append(inner)
-        self._run_chunks(body, frames)
+        # trips in windows: a loop of 2**40 trips allocated all its (trip, row) pairs at
+        # once (a MemoryError before the body's first out-of-bounds store could say so)
+        window = max(1, _FLAT_TRIP_PAIRS // max(1, trips.shape[0]))
+        for first in range(0, max_trip, window):
+            ks, rows = np.nonzero(np.arange(first, min(max_trip, first + window))[:, None]
+                                  < trips[None, :])
+            ks += first
+            lo_r = lo64 if lo64.shape[0] == 1 else lo64[rows]
+            st_r = step64 if step64.shape[0] == 1 else step64[rows]
+            ivs = (lo_r + ks * st_r).astype(iv_dtype)
+            chunk = self._chunk_rows(rows.shape[0], per_row)
+            frames = []
+            for start in range(0, rows.shape[0], chunk):
+                sel = rows[start:start + chunk]
+                inner = Frame(frame, sel, frame.pid[sel], pooled)
+                inner.set(body.args[0], ivs[start:start + chunk])
+                frames.append(inner)
+            self._run_chunks(body, frames)
 
     def _for_dot_sums(self, op: Op, frame: Frame, lo: np.ndarray, step: np.ndarray,
                       steps: int, inits: list[Any], iv_dtype: np.dtype, dots: tuple[Op, ...]

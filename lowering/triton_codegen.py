@@ -834,13 +834,21 @@ class _Emitter:
             lo64, hi64, step64 = f"lo{k}", f"hi{k}", f"step{k}"
             for wide, bound in ((lo64, lo), (hi64, hi), (step64, step)):
                 self.emit(f"{wide} = {bound}.to(tl.int64)", indent, op.loc)
+            # (the distance and the count in uint64, as the interpreter's
+            # ``_trip_counts``: hi - lo + step - 1 overflowed int64, and ran no trip)
             zero, one = "tl.cast(0, tl.int64)", "tl.cast(1, tl.int64)"
-            up = f"({hi64} - {lo64} + {step64} - {one}) // tl.where({step64} > {zero}, " \
-                 f"{step64}, {one})"
-            down = f"({lo64} - {hi64} - {step64} - {one}) // tl.where({step64} < {zero}, " \
-                   f"-{step64}, {one})"
-            self.emit(f"trips{k} = tl.maximum(tl.where({step64} > {zero}, {up}, "
-                      f"tl.where({step64} < {zero}, {down}, {zero})), {zero})", indent, op.loc)
+            up, runs, dist, size = f"up{k}", f"runs{k}", f"dist{k}", f"size{k}"
+            self.emit(f"{up} = {step64} > {zero}", indent, op.loc)
+            self.emit(f"{runs} = tl.where({up}, {hi64} > {lo64}, ({hi64} < {lo64}) & "
+                      f"({step64} < {zero}))", indent, op.loc)
+            self.emit(f"{dist} = tl.where({runs}, tl.where({up}, {hi64} - {lo64}, {lo64} - "
+                      f"{hi64}), {one}).to(tl.uint64, bitcast=True) - tl.cast(1, tl.uint64)",
+                      indent, op.loc)
+            self.emit(f"{size} = tl.where({up}, {step64}, tl.where({step64} < {zero}, {zero} - "
+                      f"{step64}, {one})).to(tl.uint64, bitcast=True)", indent, op.loc)
+            self.emit(f"trips{k} = tl.where({runs}, tl.minimum({dist} // {size}, "
+                      f"tl.cast(0x7FFFFFFFFFFFFFFE, tl.uint64)).to(tl.int64, bitcast=True) + "
+                      f"{one}, {zero})", indent, op.loc)
             self.emit(f"for trip{k} in range(0, trips{k}):", indent, op.loc)
             self.emit(f"{iv} = ({lo64} + trip{k} * {step64}).to({name})", indent + 1, op.loc)
         self.block(body, indent + 1)

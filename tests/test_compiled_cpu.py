@@ -421,6 +421,31 @@ def test_loops_with_a_negative_step_count_down_compiled(cpu_toolchain, lo, hi, s
 
 
 @dsl.jit
+def counted_loop64(out, lo, hi, step):
+    total = (lo * 0).to(dsl.int64)
+    trips = 0
+    for k in range(lo, hi, step):
+        total = total + k
+        trips = trips + 1
+    dsl.store(out, 0, total)
+    dsl.store(out, 1, trips)
+
+
+@pytest.mark.parametrize("lo, hi, step", [(0, 2**63 - 1, 2**62), (-2**62, 2**62, 2**62),
+                                          (2**63 - 1, -2**63, -2**62), (0, 2**63 - 1, 2**61),
+                                          (5, -5, -2**63), (-2**63, 2**63 - 1, 2**63 - 1)])
+def test_loops_whose_trip_arithmetic_leaves_int64(cpu_toolchain, lo, hi, step):
+    """``hi - lo + step - 1`` overflowed int64 in both modes (the loop ran no trip); the
+    distance and the count are taken in uint64 now."""
+    out = np.zeros(2, np.int64)
+    counted_loop64(out, lo, hi, step)
+    trips = list(range(lo, hi, step))
+    wrapped = np.array(sum(trips) % 2**64, np.uint64).view(np.int64)
+    assert out.tolist() == [int(wrapped), len(trips)]
+    differential(counted_loop64, (np.zeros(2, np.int64), lo, hi, step), {}, grid=(1,))
+
+
+@dsl.jit
 def erf_of_a_large_kernel(b, v, out, red, R, C, BR: dsl.constexpr, BC: dsl.constexpr):
     r = dsl.arange(0, BR)
     c = dsl.arange(0, BC)
