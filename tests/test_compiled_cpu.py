@@ -446,6 +446,22 @@ def test_loops_whose_trip_arithmetic_leaves_int64(cpu_toolchain, lo, hi, step):
 
 
 @dsl.jit
+def fill_to(out, n):
+    for i in range(0, n):
+        dsl.store(out, i, 1.0)
+
+
+@pytest.mark.parametrize("n", [2**40, 2**63])
+def test_a_loop_far_past_its_tensor_stops_at_its_first_out_of_bounds_store(n):
+    # 2**40 trips allocated every (trip, program) pair first (a MemoryError); a uint64
+    # bound from 2**63 ran no trip, and the store past the tensor went unreported
+    out = np.zeros(8, np.float32)
+    with pytest.raises(dsl.OutOfBoundsError, match="has 8 elements but index 8"):
+        fill_to[(1,)](out, n)
+    assert not out.any()
+
+
+@dsl.jit
 def erf_of_a_large_kernel(b, v, out, red, R, C, BR: dsl.constexpr, BC: dsl.constexpr):
     r = dsl.arange(0, BR)
     c = dsl.arange(0, BC)
