@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from dsl.errors import DSLRuntimeError
 from dsl.options import Options
 from dsl.targets import Target
 
@@ -36,7 +37,15 @@ class InterpreterBackend:
     def run(self, launch: Launch, options: Options) -> None:
         from lowering.interpreter import execute
 
-        execute(launch, options)
+        try:
+            execute(launch, options)
+        except MemoryError as err:
+            gx, gy, gz = launch.grid
+            raise DSLRuntimeError(
+                f"kernel '{launch.function.name}': the interpreter ran out of memory "
+                f"({err}) running {gx * gy * gz} programs (grid {tuple(launch.grid)}): its "
+                "blocks and grid are too large for this machine (a launch proved in bounds "
+                "writes in place: stores that ran before this are kept)") from None
 
     def replay_plan(self, launch: Launch, options: Options) -> Any:
         """The launch plan later launches with ``launch``'s proof hint may replay

@@ -571,3 +571,19 @@ def test_a_reused_bounds_proof_never_hides_an_out_of_bounds_launch():
     with pytest.raises(dsl.OutOfBoundsError):  # same n, a smaller output
         shift_copy[(2,)](x, short, 64, BLOCK=16)
     assert not short.any()
+
+
+@dsl.jit
+def terabyte_block(out):
+    dsl.store(out, 0, 1.0)
+    dsl.store(out, 1, dsl.sum(dsl.zeros((2**20, 2**20), dsl.float32), None))
+
+
+def test_a_launch_too_large_for_memory_is_a_dsl_error():
+    # NumPy's MemoryError (2 TiB for the block) came out of the interpreter as it was
+    out = np.zeros(2, np.float32)
+    with pytest.raises(dsl.DSLRuntimeError, match="kernel 'terabyte_block': the interpreter "
+                                                  "ran out of memory .* too large for this "
+                                                  "machine"):
+        terabyte_block[(1,)](out)
+    assert out[1] == 0
