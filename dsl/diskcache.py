@@ -26,6 +26,24 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from dsl.errors import DSLError
+
+
+class CacheFolderError(DSLError):
+    """The cache folder (``DSL_CACHE_DIR``, ``Options.cache_dir``) cannot be written."""
+
+
+def cache_folder(root: Path, name: str) -> Path:
+    """``root / name``, made if missing; ``CacheFolderError`` naming the setting when
+    it cannot be (a file, or a folder this process may not write)."""
+    folder = root / name
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise CacheFolderError(f"the cache folder {root} (DSL_CACHE_DIR, Options.cache_dir) "
+                               f"cannot hold {name}: {err.strerror or err}") from None
+    return folder
+
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()

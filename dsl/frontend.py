@@ -191,7 +191,9 @@ class KernelSource:
         else:
             raw, text, first, tree = found
         col_offset = len(raw.splitlines()[0]) - len(text.splitlines()[0])
-        assert isinstance(tree, ast.FunctionDef)
+        if not isinstance(tree, ast.FunctionDef):  # (a lambda's source is its whole line)
+            raise DSLCompileError(f"{fn.__name__}: a kernel is a function defined with def "
+                                  "(a lambda or an expression has no kernel body)")
         file = inspect.getsourcefile(fn) or "<unknown>"
         sig = inspect.signature(fn)
         constexpr, blocks, read_only = set(), set(), set()
@@ -345,7 +347,13 @@ def tensor_spec(dtype: DType | str, layout: str = "contiguous", index_bits: int 
     0, 1 or ``s`` (a runtime stride), optionally followed by "+base". ``rank`` is the
     caller's number of dimensions, needed by kernels that read ``x.shape``."""
     if isinstance(dtype, str):
-        dtype = dt.by_name(dtype)
+        try:
+            dtype = dt.by_name(dtype)
+        except KeyError:
+            raise ValueError(f"tensor_spec: unknown dtype {dtype!r}; the element types are "
+                             f"{', '.join(d.name for d in dt.ALL_DTYPES)}") from None
+    elif not isinstance(dtype, DType):
+        raise TypeError(f"tensor_spec takes a dtype or its name, got {type(dtype).__name__}")
     if layout in ("contiguous", "scalar"):
         return TensorSpec(dtype, Layout(layout, index_bits=index_bits), rank)
     body = layout.removeprefix("strided[")
@@ -1078,6 +1086,9 @@ class _Visitor:
             raise self.error(node.iter, "static_range() bounds must be constexpr integers")
         if not isinstance(node.target, ast.Name):
             raise self.error(node.target, "the loop variable must be a plain name")
+        if not 1 <= len(args) <= 3 or (len(args) == 3 and args[2] == 0):
+            raise self.error(node.iter, "static_range() takes 1 to 3 bounds and a nonzero "
+                                        f"step, got {tuple(args)}")
         for i in pybuiltins.range(*args):
             self.scope[node.target.id] = i
             self.run_body(node.body)
@@ -1762,11 +1773,18 @@ class _Visitor:
             # (Triton passes a tensor given for a helper's constexpr parameter through)
             if _is_value(bound.arguments[name]):
                 raise self.error(node, f"{src.name}(): argument '{name}' must be constexpr")
+        if any(source is src for source, _ in self.b.inlining):
+            chain = " -> ".join([*(name for _, name in self.b.inlining), src.name])
+            raise self.error(node, f"{src.name}() calls itself ({chain}): jit functions are "
+                                   "inlined, so recursion cannot end (Triton refuses it too)")
         visitor = _Visitor(src, self.b, dict(bound.arguments))
+        self.b.inlining.append((src, src.name))
         try:
             visitor.run_body(src.tree.body)
         except _Return as ret:
             return ret.value
+        finally:
+            self.b.inlining.pop()
         return None
 
 

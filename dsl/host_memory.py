@@ -215,6 +215,8 @@ def memory_at(address: int, dtype: np.dtype, what: str) -> np.ndarray:
     stands for. ``ValueError`` naming ``what`` when no tensor this process can see
     holds the address, or it is not a multiple of the element size."""
     memory = HostMemory({})
+    if not 0 <= address < 1 << 63:  # (no allocation lies there; int64 cannot hold it)
+        raise ValueError(f"{what}: address {address:#x} is in no tensor this process can see")
     k = int(memory.locate(np.array([address], np.int64))[0])
     item = dtype.itemsize
     if k < 0 or address % item or address + item > memory.region(k).end:

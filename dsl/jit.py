@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -205,9 +206,7 @@ class JITFunction(InlinableKernel):
                 # ``launch()`` (unless the kernel has parameters of those names)
                 settings = {k: kwargs.pop(k) for k in _PER_CALL if k in kwargs}
                 options = settings.get("options")
-                if options is not None and not isinstance(options, Options):
-                    raise DSLLaunchError(f"{self.name}: options= takes a dsl.Options record, "
-                                         f"got {type(options).__name__}")
+                _check_options(self.name, options)
                 self._launch(args, kwargs, grid, settings.get("backend"), options)
                 return
             hot = self._hot  # (dsl.hot_launch) tried here: one call less per launch
@@ -249,6 +248,7 @@ class JITFunction(InlinableKernel):
         HFusion IR; see ``lowering.cpu``). ``options`` defaults to
         ``Options.from_env()``; ``backend`` overrides its ``backend`` field, and
         ``force_interpreter`` (``DSL_INTERPRET=1``) overrides both."""
+        _check_options(self.name, options)
         self._launch(args, kwargs, grid, backend, options)
 
     # -- binding and specialization
@@ -348,7 +348,10 @@ class JITFunction(InlinableKernel):
                 if is_torch_tensor(value):
                     torch_tensors[p.name] = value
             else:
-                specs[p.name] = self.scalar_spec(p.name, value)
+                try:
+                    specs[p.name] = self.scalar_spec(p.name, value)
+                except TypeError as exc:  # (an element type no kernel takes: float128)
+                    raise self._def_error(f"argument {p.name!r}: {exc}") from None
                 values[p.name] = value
         open_blocks = frozenset(name for name in blocks if name not in specs)
         ordered = {p.name: specs[p.name] for p in self.source.params if p.name in specs}
@@ -411,6 +414,7 @@ class JITFunction(InlinableKernel):
         ``dsl.block_size`` parameter left out is chosen to fit the target's UB.
         Returns a ``lowering.compiler.LoweredKernel`` (Triton source, TTIR, Linalg,
         HIVM, stage timings, UB estimate and measured use)."""
+        _check_options(self.name, options)
         options = options or Options.from_env()
         self._forget_if_rebound()
         try:
@@ -785,6 +789,12 @@ def _without_compiler_frames(err: DSLCompileError) -> DSLCompileError:
     return err
 
 
+def _check_options(kernel: str, options: Any) -> None:
+    if options is not None and not isinstance(options, Options):
+        raise DSLLaunchError(f"{kernel}: options= takes a dsl.Options record, got "
+                             f"{type(options).__name__}")
+
+
 def jit(fn: Callable[..., Any] | None = None) -> Any:
     """Decorator: turn a Python function written in the DSL into a kernel.
 
@@ -792,4 +802,7 @@ def jit(fn: Callable[..., Any] | None = None) -> Any:
     specialization on first call; ``DSL_INTERPRET=1`` forces interpreter mode."""
     if fn is None:
         return jit
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"dsl.jit decorates a function defined with def, got "
+                        f"{type(fn).__name__}")
     return JITFunction(fn)

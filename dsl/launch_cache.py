@@ -64,7 +64,7 @@ def _tensor_key(value: Any) -> tuple | None:
         return (kind, value.dtype, value.shape, value.strides, value.base,
                 value.buffer.flags.writeable, value.buffer.dtype)
     if is_torch_tensor(value):
-        if value.device.type != "cpu":
+        if value.device.type != "cpu" or value.is_nested:  # (the launch names the problem)
             return None
         return ("torch", value.dtype, tuple(value.shape), value.stride())
     return None

@@ -106,6 +106,10 @@ class Options:
         if not isinstance(self.interpreter_threads, int) or self.interpreter_threads < 0:
             raise ValueError("Options.interpreter_threads must be a non-negative integer, got "
                              f"{self.interpreter_threads!r}")
+        for name in ("cache_dir", "llvm_root"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, (str, os.PathLike)):
+                raise ValueError(f"Options.{name} must be a path, got {value!r}")
         if self.cache_dir is not None and not isinstance(self.cache_dir, Path):
             object.__setattr__(self, "cache_dir", Path(self.cache_dir))
         if self.race_check not in ("fast", "full", "off"):

@@ -97,6 +97,9 @@ class Builder:
         # the hidden int32 parameter sub_vec_id() reads, made on its first call: the
         # launcher runs such a kernel's grid once per vector sub-block (dsl.jit)
         self.sub_block: Value | None = None
+        # the jit functions being inlined now, outermost first (a call of one of them
+        # again is recursion, which inlining cannot end)
+        self.inlining: list[tuple[Any, str]] = []  # (KernelSource, name)
 
     @property
     def block(self) -> Block:

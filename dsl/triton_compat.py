@@ -285,6 +285,9 @@ class TritonKernel(JITFunction):
                 raise DSLLaunchError(f"{self.name}: config {config} out of range (the kernel "
                                      f"has {len(self.configs)} autotune configs)")
             return self.configs[config]
+        if not hasattr(config, "kwargs") and not isinstance(config, dict):
+            raise DSLLaunchError(f"{self.name}: config= takes an index into the autotune "
+                                 f"configs or a triton.Config, got {config!r}")
         return config
 
     def with_config(self, config: Any) -> TritonKernel:

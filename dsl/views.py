@@ -160,6 +160,10 @@ def _torch_to_numpy(t: Any) -> np.ndarray:
         return t.view(getattr(torch, bits)).numpy().view(dtype)
     try:
         return t.numpy()
+    except RuntimeError:
+        if t.is_nested:  # (torch: "NestedTensorImpl doesn't support sizes")
+            raise TypeError("a nested tensor: kernels take dense (strided) tensors") from None
+        raise
     except TypeError:
         # torch names the dtype NumPy lacks ("Got unsupported ScalarType
         # Float8_e5m2"); say which element types a kernel takes instead

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from dsl import diskcache
 from dsl.errors import DSLError, SourceLoc
 from dsl.ir import Function
 from dsl.options import Options
@@ -143,8 +144,7 @@ def toolchain_versions() -> str:
 
 def write_source(kernel: GeneratedKernel, root: Path) -> Path:
     """Write the generated source content-addressed (atomically); return its path."""
-    folder = root / "triton"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = diskcache.cache_folder(root, "triton")
     path = folder / f"{kernel.name}_{kernel.digest[:20]}.py"
     try:
         current = path.read_bytes()

@@ -193,8 +193,7 @@ def compile_cpu(generated: GeneratedKernel, root: Path | None = None,
     tools = llvm_tools(options.llvm_root)
     toolchain()
     root = root or options.cache_root
-    folder = root / "cpu"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = diskcache.cache_folder(root, "cpu")
     # the shim, the pre-pass and the passes are part of what the object is built from
     key = hashlib.sha256(f"{generated.digest}|{toolchain_versions()}|{options.llvm_root}|"
                          f"{_SHIM_C}|{_SHIM_LL}|{_LIBM_ONLY.pattern}|{_ANNOTATION.pattern}|"

@@ -587,3 +587,76 @@ def test_a_launch_too_large_for_memory_is_a_dsl_error():
                                                   "machine"):
         terabyte_block[(1,)](out)
     assert out[1] == 0
+
+
+# ----------------------------------------------------------------------------- misuse
+# (session 25's hunt: each of these raised Python's or NumPy's own exception from inside
+# the project, without the argument, the kernel or the setting it was about)
+
+
+@dsl.jit
+def store_scalar(x, out):
+    dsl.store(out, 0, x)
+
+
+@dsl.jit
+def unrolled_by_zero(out):
+    for i in dsl.static_range(0, 4, 0):
+        dsl.store(out, i, 1.0)
+
+
+@dsl.jit
+def calls_itself(x):
+    return calls_itself(x)
+
+
+@dsl.jit
+def uses_recursion(out):
+    dsl.store(out, 0, calls_itself(1.0))
+
+
+def test_what_is_not_a_kernel_is_refused_by_name():
+    with pytest.raises(dsl.DSLCompileError, match="a kernel is a function defined with def"):
+        dsl.jit(lambda x: x)
+    with pytest.raises(TypeError, match="dsl.jit decorates a function defined with def, got int"):
+        dsl.jit(5)
+    with pytest.raises(ValueError, match="tensor_spec: unknown dtype 'float33'"):
+        dsl.tensor_spec("float33")
+    with pytest.raises(TypeError, match="tensor_spec takes a dtype or its name, got int"):
+        dsl.tensor_spec(5)
+    with pytest.raises(ValueError, match="Options.cache_dir must be a path, got 5"):
+        dsl.Options(cache_dir=5)
+
+
+def test_misused_launches_name_the_argument_or_setting(torch):
+    out = np.zeros(4, np.float32)
+    with pytest.raises(dsl.DSLLaunchError, match="options= takes a dsl.Options record"):
+        store_scalar.launch(1.0, out, grid=(1,), options=3)
+    with pytest.raises(dsl.DSLLaunchError, match="options= takes a dsl.Options record"):
+        store_scalar.lower(1.0, dsl.tensor_spec("float32"), options=3)
+    with pytest.raises(dsl.DSLLaunchError, match="argument 'x': unsupported element type "
+                                                 "float128"):
+        store_scalar[(1,)](np.longdouble(1.5), out)
+    nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+    with pytest.raises(dsl.DSLLaunchError, match="argument 'out': a nested tensor"):
+        store_scalar[(1,)](1.0, nested)
+    assert not out.any()
+
+
+def test_kernels_that_cannot_be_built_are_compile_errors_at_their_line():
+    out = np.zeros(4, np.float32)
+    with pytest.raises(dsl.DSLCompileError, match="static_range\\(\\) takes 1 to 3 bounds and "
+                                                  "a nonzero step, got \\(0, 4, 0\\)"):
+        unrolled_by_zero[(1,)](out)
+    with pytest.raises(dsl.DSLCompileError, match="calls_itself\\(\\) calls itself "
+                                                  "\\(calls_itself -> calls_itself\\)"):
+        uses_recursion[(1,)](out)
+
+
+def test_an_unusable_cache_folder_is_named(cpu_toolchain, tmp_path):
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    with pytest.raises(dsl.DSLError, match=f"the cache folder {not_a_folder} \\(DSL_CACHE_DIR, "
+                                           "Options.cache_dir\\) cannot hold"):
+        store_scalar.launch(1.0, np.zeros(4, np.float32), grid=(1,), backend="compiled-cpu",
+                            options=dsl.Options(cache_dir=not_a_folder))

@@ -1463,3 +1463,25 @@ def test_tl_index_select_is_an_embedding_gather(torch):
                                                 VOCAB=50)
     want = table.double()[ids.long()].sum(1)
     torch.testing.assert_close(out.double(), want, rtol=1e-6, atol=1e-6)
+
+
+class AddressOnly:
+    """FlagGems' TypedPtr: an address and a dtype."""
+
+    def __init__(self, address: int, dtype) -> None:
+        self.address, self.dtype = address, dtype
+
+    def data_ptr(self) -> int:
+        return self.address
+
+
+def test_a_config_or_address_that_means_nothing_is_refused_by_name(torch):
+    with pytest.raises(dsl.DSLLaunchError, match="config= takes an index into the autotune "
+                                                 "configs or a triton.Config, got 'a'"):
+        dsl.from_triton(tuned_scale_kernel, config="a")
+    out = torch.zeros(4)
+    for address in (2**64 + 8, 2**70):  # (a raw OverflowError from NumPy)
+        with pytest.raises(dsl.DSLLaunchError, match=f"address {address:#x} is in no tensor"):
+            dsl.from_triton(copy_with_default_block)[(1,)](AddressOnly(address, torch.float32),
+                                                          out, 4)
+    assert not out.any()
