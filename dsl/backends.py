@@ -28,6 +28,8 @@ from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
+from dsl.errors import DSLError
+
 ENTRY_POINT_GROUP = "ascend_dsl.backends"
 # Used only when no registry is announced (a source checkout run without
 # ``pip install -e .``, which is what writes the entry points).
@@ -37,8 +39,9 @@ _instances: dict[str, Any] = {}
 _lock = threading.Lock()
 
 
-class UnknownBackendError(ValueError):
-    """No registered backend has the requested name."""
+class UnknownBackendError(DSLError, ValueError):
+    """No registered backend has the requested name (a ``DSLError``; a ``ValueError``
+    as it always was)."""
 
 
 def _load(reference: str) -> Mapping[str, Callable[[], Any]]:

@@ -1275,7 +1275,11 @@ class Interpreter:
         # The pre-pass skips loop-carried values unless indices depend on them.
         carried = not self.checking or id(body.ops[-1]) in (self.only or ())
         inits = [frame.get(v) for v in op.inits] if carried else []
-        trips = _trip_counts(lo, hi, step)
+        try:
+            trips = _trip_counts(lo, hi, step)
+        except DSLRuntimeError as err:  # (a runtime step of 0: say where)
+            raise DSLRuntimeError(f"{op.loc}: {err} in kernel '{self.fn.name}'\n"
+                                  f"{op.loc.excerpt()}") from None
         if trips.shape[0] == 1 and frame.size > 1:
             trips = np.broadcast_to(trips, (frame.size,))
         iv_dtype = body.args[0].dtype.np

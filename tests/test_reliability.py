@@ -660,3 +660,19 @@ def test_an_unusable_cache_folder_is_named(cpu_toolchain, tmp_path):
                                            "Options.cache_dir\\) cannot hold"):
         store_scalar.launch(1.0, np.zeros(4, np.float32), grid=(1,), backend="compiled-cpu",
                             options=dsl.Options(cache_dir=not_a_folder))
+
+
+@dsl.jit
+def stepped(out, s):
+    for i in range(0, 4, s):
+        dsl.store(out, i, 1.0)
+
+
+def test_a_runtime_step_of_zero_and_an_unknown_backend_say_where():
+    out = np.zeros(4, np.float32)
+    with pytest.raises(dsl.DSLRuntimeError, match="test_reliability.py:[0-9]+:[0-9]+: range\\(\\) "
+                                                  "step is zero in kernel 'stepped'"):
+        stepped[(1,)](out, 0)
+    with pytest.raises(dsl.DSLError, match="unknown backend 'nope'"):
+        stepped.launch(out, 1, grid=(1,), backend="nope")
+    assert not out.any()
