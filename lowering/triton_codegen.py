@@ -368,8 +368,12 @@ class _Emitter:
         self.emit(f"{self.define(op.result)} = {expr}", indent, op.loc)
 
     def op_arange(self, op: Op, indent: int) -> None:
-        self.emit(f"{self.define(op.result)} = tl.arange({op.attrs['start']}, {op.attrs['end']})",
-                  indent, op.loc)
+        start, end = op.attrs["start"], op.attrs["end"]
+        # from 0, then moved: triton-adapter-opt 3.2.0 drops the start of tl.arange(24,
+        # 32) in a gathered load's offsets (triton-ascend's test_paged_kvcache_krope read
+        # columns 0..7 instead of 24..31, its own front end alike)
+        expr = f"tl.arange(0, {end - start})" + (f" + {start}" if start else "")
+        self.emit(f"{self.define(op.result)} = {expr}", indent, op.loc)
 
     def op_program_id(self, op: Op, indent: int) -> None:
         self.emit(f"{self.define(op.result)} = tl.program_id({op.attrs['axis']})", indent, op.loc)

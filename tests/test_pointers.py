@@ -752,6 +752,30 @@ def test_offsets_with_a_zero_stride_in_every_backend(cpu_toolchain, toolchain, m
     assert lowered.hivm and 0 < lowered.ub_measured_bytes <= lowered.ub_capacity_bytes
 
 
+@dsl.jit
+def tail_columns_of_gathered_rows(table, rows, out, WIDTH: dsl.constexpr,
+                                  FIRST: dsl.constexpr, N: dsl.constexpr):
+    """Columns FIRST..WIDTH-1 of the table rows ``rows`` names: an arange that does not
+    start at 0, in the offsets of a gathered load."""
+    cols = dsl.arange(FIRST, WIDTH)
+    picked = dsl.load(rows + dsl.arange(0, N))
+    tile = dsl.load(table + picked[None, :] * WIDTH + cols[:, None])
+    dsl.store(out + dsl.arange(0, N)[:, None] * (WIDTH - FIRST) +
+              dsl.arange(0, WIDTH - FIRST)[None, :], dsl.trans(tile))
+
+
+def test_an_arange_from_a_nonzero_start_in_gathered_offsets(cpu_toolchain):
+    # triton-adapter-opt 3.2.0 dropped the start of tl.arange(24, 32) there: compiled
+    # code read columns 0..7 (the generated Triton now writes tl.arange(0, 8) + 24)
+    table = np.arange(4 * 32, dtype=np.float32).reshape(4, 32)
+    rows = np.array([2, 0, 3, 1], np.int32)
+    out = np.zeros((4, 8), np.float32)
+    tail_columns_of_gathered_rows[(1,)](table, rows, out, WIDTH=32, FIRST=24, N=4)
+    np.testing.assert_array_equal(out, table[rows, 24:])
+    differential(tail_columns_of_gathered_rows, (table, rows, np.zeros((4, 8), np.float32)),
+                 {"WIDTH": 32, "FIRST": 24, "N": 4}, grid=(1,))
+
+
 def test_chosen_pointers_compiled_cpu_bit_exact(cpu_toolchain):
     n = 37
     a, b, c = (np.random.rand(n).astype(np.float32) + k for k in (0, 10, 100))
