@@ -351,6 +351,8 @@ class JITFunction(InlinableKernel):
                 try:
                     specs[p.name] = self.scalar_spec(p.name, value)
                 except TypeError as exc:  # (an element type no kernel takes: float128)
+                    if isinstance(exc, DSLLaunchError):  # (named already)
+                        raise
                     raise self._def_error(f"argument {p.name!r}: {exc}") from None
                 values[p.name] = value
         open_blocks = frozenset(name for name in blocks if name not in specs)
