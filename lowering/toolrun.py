@@ -30,6 +30,11 @@ _STACK_DUMP = re.compile(r"^(PLEASE submit a bug report[^\n]*\n)?Stack dump:", r
 # triton-adapter-opt prints before the error that stopped it
 _NO_LOCATION = re.compile(r"^<unknown>:0: warning: [^\n]*have no location!\n"
                           r"(<unknown>:0: note: [^\n]*\n)?", re.MULTILINE)
+# bishengir-compile's complaint, on every run off an Ascend host, that CANN's hivmc is
+# missing (the NPU binary stage, reported as skipped): it opened every HIVM error
+_NO_HIVMC = re.compile(r"^\[(ERROR|WARNING)\] (Cannot find hivmc under \$PATH|Failed to run "
+                       r"`hivmc --version`\.|Failed to detect hivmc version[^\n]*)\s*\n",
+                       re.MULTILINE)
 
 
 # Toolchain failures whose text does not say what in the kernel causes them: the
@@ -115,8 +120,8 @@ def quoted(output: str) -> str:
     binary) is left out, with its first line, the tool's arguments, kept; so is a
     verifier warning about an op without a location when an error follows it (it came
     first, and a summary's first line was the warning, not what failed)."""
-    if "error:" in output:
-        output = _NO_LOCATION.sub("", output)
+    if "error:" in output or "ERROR" in output:
+        output = _NO_HIVMC.sub("", _NO_LOCATION.sub("", output))
     dump = _STACK_DUMP.search(output)
     if dump is not None:
         arguments = output[dump.end():].lstrip("\n").split("\n", 1)[0]

@@ -380,3 +380,16 @@ def test_a_damaged_generated_source_in_the_cache_is_written_again(tmp_path):
     assert path.read_text() == kernel.source
     path.write_bytes(bytes(range(256)) * 8)
     assert write_source(kernel, tmp_path) == path and path.read_text() == kernel.source
+
+
+def test_a_tool_failure_quotes_the_error_not_the_missing_hivmc_notice():
+    """bishengir-compile opens every run off an Ascend host with three lines about
+    CANN's hivmc (the NPU binary stage, which is skipped); a HIVM error began with them
+    and the real cause came fourth (found lowering FlagGems' exponential_)."""
+    from lowering.toolrun import quoted
+
+    output = ("[ERROR] Cannot find hivmc under $PATH \n[ERROR] Failed to run `hivmc --version`.\n"
+              "[WARNING] Failed to detect hivmc version for backward compatibility\n"
+              "LLVM ERROR: mapCompareModeHFusionToHiVM: unsupported hfusion::CompareFn\n")
+    assert quoted(output) == "LLVM ERROR: mapCompareModeHFusionToHiVM: unsupported " \
+                             "hfusion::CompareFn\n"
