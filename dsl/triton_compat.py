@@ -34,6 +34,7 @@ objects by their module, and Triton is imported only by ``install``.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import re
 import textwrap
 import types
@@ -362,17 +363,22 @@ class TritonKernel(JITFunction):
         """``signature_bind`` for a launch that runs ``config`` (None: no config)."""
         names = {p.name for p in self.source.params}
         # Triton hands keywords that are not parameters (num_warps, ...) to its
-        # compiler as options, and refuses one that is no option either (a misspelt
-        # constexpr with a default would otherwise run silently with the default)
-        options = compiler_options()
-        unknown = sorted(k for k in kwargs if k not in names and options is not None and
-                         k not in options)
-        if unknown:
-            raise UnrecognisedKeywordError(
-                f"{self.name}: keyword argument {unknown[0]!r} was specified but "
-                f"unrecognised: it is neither a parameter of the kernel "
-                f"({', '.join(p.name for p in self.source.params)}) nor an option of "
-                "triton-ascend's compiler (Triton raises KeyError)")
+        # compiler as options and refuses one that is no option either. The options
+        # differ between triton-ascend versions (its unit tests pass ones the 3.2.0
+        # wheel lacks: auto_blockify_size), so an unknown keyword is dropped as an
+        # option, unless it is a parameter's name misspelt (a constexpr with a default
+        # would otherwise run silently with the default)
+        options = compiler_options() or frozenset()
+        for key in sorted(kwargs):
+            if key in names or key in options:
+                continue
+            close = difflib.get_close_matches(key, sorted(names), n=1, cutoff=0.75)
+            if close:
+                raise UnrecognisedKeywordError(
+                    f"{self.name}: keyword argument {key!r} was specified but unrecognised: "
+                    f"it is neither a parameter of the kernel nor an option of "
+                    f"triton-ascend's compiler (did you mean {close[0]!r}? Triton raises "
+                    "KeyError)")
         kwargs = {k: v for k, v in kwargs.items() if k in names}
         if config is not None:
             tuned = dict(getattr(config, "kwargs", config))
