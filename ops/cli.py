@@ -241,6 +241,13 @@ def compile_command(op: str, target: str, dtype: str, emit: str, out_dir: str | 
     if pos_weight and op == "bce_backward":
         print("error: --pos-weight: bce_backward has no pos_weight operand", file=out)
         return 2
+    if out_dir is not None and not stages:
+        print("error: --out names the folder for the files of --emit, and no --emit was "
+              "given (e.g. --emit triton,hivm)", file=out)
+        return 2
+    if not target:
+        print("error: --target is empty; name a chip (e.g. Ascend910B4)", file=out)
+        return 2
     folder = Path(out_dir) if out_dir else None
     if folder is not None:
         try:

@@ -86,11 +86,18 @@ def test_compile_command_checks_its_arguments_before_compiling(tmp_path, monkeyp
             ("triton,bogus", None, False, "--emit accepts triton, ttir, linalg, hivm; got "
                                           "'bogus'"),
             ("triton", str(afile), False, f"--out {afile}: cannot make that folder"),
-            ("", None, True, "--pos-weight: bce_backward has no pos_weight operand")]:
+            ("", None, True, "--pos-weight: bce_backward has no pos_weight operand"),
+            # (session 25: --out without --emit wrote nothing and exited 0; an empty
+            # --target took the default chip)
+            ("", str(tmp_path / "made"), False, "--out names the folder for the files of "
+                                                "--emit, and no --emit was given"),
+            ("triton", None, False, "--target is empty")]:
         buffer = io.StringIO()
-        assert cli.compile_command("bce_backward", "Ascend910B4", "float32", emit, out_dir,
+        target = "" if message == "--target is empty" else "Ascend910B4"
+        assert cli.compile_command("bce_backward", target, "float32", emit, out_dir,
                                    False, pos_weight, out=buffer) == 2
         assert buffer.getvalue().startswith(f"error: {message}"), buffer.getvalue()
+    assert not (tmp_path / "made").exists()
 
 
 def test_compile_run_cpu_prints_the_diff(cpu_toolchain):
