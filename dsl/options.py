@@ -153,8 +153,10 @@ class Options:
         try:
             thread_count = int(threads)
         except ValueError:
-            raise ValueError(f"DSL_INTERPRETER_THREADS must be an integer, got {threads!r}") \
-                from None
+            thread_count = -1
+        if thread_count < 0:
+            raise ValueError(f"DSL_INTERPRETER_THREADS must be a non-negative integer (0: one "
+                             f"thread per core), got {threads!r}") from None
         cache = env.get("DSL_CACHE_DIR")
         return cls(backend=env.get("DSL_BACKEND") or "interpreter",
                    force_interpreter=_flag(env.get("DSL_INTERPRET"), "DSL_INTERPRET"),
