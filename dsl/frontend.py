@@ -1516,6 +1516,10 @@ class _Visitor:
             base = ptrs.as_pointer(self.b, base)  # Z[None, :]: a scalar pointer's block
         if isinstance(base, (Pointer, PointerChoice, AddressPointer)):  # ptrs[:, None]: offsets
             return ptrs.map_offsets(self.b, base, lambda off: self.subscript(node, off))
+        if isinstance(base, ViewArg):
+            raise self.error(node, f"a tensor argument is not indexed: load it "
+                                   f"(dsl.load({ast.unparse(node.value)}, index), or "
+                                   f"tl.load({ast.unparse(node.value)} + offsets) in Triton)")
         if not _is_value(base):
             index = self.expr(node.slice)
             try:

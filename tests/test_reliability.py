@@ -676,3 +676,15 @@ def test_a_runtime_step_of_zero_and_an_unknown_backend_say_where():
     with pytest.raises(dsl.DSLError, match="unknown backend 'nope'"):
         stepped.launch(out, 1, grid=(1,), backend="nope")
     assert not out.any()
+
+
+@dsl.jit
+def indexes_an_argument(x, out):
+    dsl.store(out, 0, x[0])
+
+
+def test_indexing_a_tensor_argument_says_to_load_it():
+    # the message was "constexpr indexing failed: 'ViewArg' object is not subscriptable"
+    with pytest.raises(dsl.DSLCompileError, match="a tensor argument is not indexed: load it "
+                                                  "\\(dsl.load\\(x, index\\)"):
+        indexes_an_argument[(1,)](np.zeros(4, np.float32), np.zeros(1, np.float32))
