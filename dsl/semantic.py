@@ -1210,11 +1210,6 @@ def dot(b: Builder, x: Operand, y: Operand, acc: Operand | None, input_precision
     if input_precision not in (None, "ieee", "tf32", "hf32", "tf32x3"):
         raise b.error(f"dot() input_precision {input_precision!r} is not one of ieee, tf32, "
                       "hf32, tf32x3")
-    if input_precision == "hf32" and xv.dtype != dt.float32:
-        # triton-ascend refuses it ("input_precision = 'hf32' must be used with f32 * f32
-        # = f32 on Ascend"): refused here too, so the interpreter runs what compiles
-        raise b.error(f"dot() input_precision='hf32' takes float32 operands (triton-ascend: "
-                      f"f32 * f32 = f32), got {xv.dtype.name}")
     if xv.dtype == dt.int8:
         out = dt.int32
     elif out_dtype is None or out_dtype == dt.float32:

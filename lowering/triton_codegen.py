@@ -550,17 +550,23 @@ class _Emitter:
 
     def op_dot(self, op: Op, indent: int) -> None:
         out, acc = op.result.dtype, self.name(op.require("acc"))
+        precision = op.attrs["input_precision"]
+        if precision == "hf32" and op.lhs.dtype.name != "float32":
+            # hf32 is a float32 mode: newer triton-ascend ignores it for 16-bit operands
+            # (its test_dot_2_ignore_tf32), the 3.2.0 wheel refuses it ("must be used
+            # with f32 * f32 = f32"): the generated Triton leaves it out
+            precision = "ieee"
         if out.is_float and out.bits < 32:
             # ``dot`` multiplies and sums in float32 and rounds a 16-bit accumulator
             # once (numerics.dot); a float16 out_dtype would make triton-ascend's CPU
             # lowering multiply and add in float16 (90000 overflows: inf - inf = NaN)
             self.emit(f"{self.define(op.result)} = tl.dot({self.name(op.lhs)}, "
                       f"{self.name(op.rhs)}, acc={acc}.to(tl.float32), "
-                      f"input_precision={op.attrs['input_precision']!r}, "
+                      f"input_precision={precision!r}, "
                       f"out_dtype=tl.float32).to({out.triton_name})", indent, op.loc)
             return
         self.emit(f"{self.define(op.result)} = tl.dot({self.name(op.lhs)}, {self.name(op.rhs)}, "
-                  f"acc={acc}, input_precision={op.attrs['input_precision']!r}, "
+                  f"acc={acc}, input_precision={precision!r}, "
                   f"out_dtype={out.triton_name})", indent, op.loc)
 
     def op_arg_reduce(self, op: Op, indent: int) -> None:

@@ -351,16 +351,23 @@ def hf32_dot(a_ptr, b_ptr, c_ptr, N: tl.constexpr):
     tl.store(c_ptr + i[:, None] * N + i[None, :], tl.dot(a, b, input_precision="hf32"))
 
 
-def test_hf32_takes_float32_operands_only_as_on_ascend():
-    # triton-ascend refuses hf32 with 16-bit operands when it compiles the kernel; the
-    # interpreter ran it
+def test_hf32_is_a_float32_mode_that_16_bit_operands_ignore(cpu_toolchain, toolchain):
+    # newer triton-ascend ignores hf32 for bf16 operands (its test_dot_2_ignore_tf32);
+    # the 3.2.0 wheel refused the generated Triton ("must be used with f32 * f32 = f32")
     a = np.eye(16, dtype=np.float32)
-    c = np.zeros((16, 16), np.float32)
-    dsl.from_triton(hf32_dot)[(1,)](a, a, c, N=16)
-    np.testing.assert_array_equal(c, a)
-    half = a.astype(np.float16)
-    with pytest.raises(dsl.DSLCompileError, match="hf32' takes float32 operands"):
-        dsl.from_triton(hf32_dot)[(1,)](half, half, c, N=16)
+    half = a.astype(ml_dtypes.bfloat16)
+    for operand in (a, half):
+        c = np.zeros((16, 16), np.float32)
+        dsl.from_triton(hf32_dot)[(1,)](operand, operand, c, N=16)
+        np.testing.assert_array_equal(c, a)
+        differential(dsl.from_triton(hf32_dot), (operand, operand, np.zeros((16, 16),
+                                                                              np.float32)),
+                     {"N": 16}, grid=(1,))
+    lowered = dsl.from_triton(hf32_dot).lower(dsl.tensor_spec("bfloat16"),
+                                              dsl.tensor_spec("bfloat16"),
+                                              dsl.tensor_spec("float32"), N=16,
+                                              target="Ascend910B4")
+    assert "input_precision='ieee'" in lowered.triton and lowered.hivm
 
 
 @triton.jit
