@@ -155,17 +155,24 @@ class DType:
     # Triton's integer and float layout attributes (FlagGems' dtype limits read them)
     SIGNEDNESS = Signedness
 
+    def _integer(self, attribute: str) -> None:
+        if not self.is_int:
+            raise AttributeError(f"{self.name} is not an integer type: it has no {attribute}")
+
+    def _float_layout(self, attribute: str) -> tuple[int, int]:
+        layout = _FLOAT_LAYOUT.get(self.name)
+        if layout is None:
+            raise AttributeError(f"{self.name} is not a float type: it has no {attribute}")
+        return layout
+
     @property
     def int_bitwidth(self) -> int:
-        if not self.is_int:
-            raise AttributeError(f"{self.name} is not an integer type: it has no int_bitwidth")
+        self._integer("int_bitwidth")
         return self.bits
 
     @property
     def int_signedness(self) -> Signedness:
-        if not self.is_int:
-            raise AttributeError(f"{self.name} is not an integer type: it has no "
-                                 "int_signedness")
+        self._integer("int_signedness")
         return Signedness.SIGNED if self.kind == "int" and self.signed else Signedness.UNSIGNED
 
     def get_int_max_value(self) -> int:
@@ -182,16 +189,11 @@ class DType:
 
     @property
     def fp_mantissa_width(self) -> int:
-        if self.name not in _FLOAT_LAYOUT:
-            raise AttributeError(f"{self.name} is not a float type: it has no "
-                                 "fp_mantissa_width")
-        return _FLOAT_LAYOUT[self.name][0]
+        return self._float_layout("fp_mantissa_width")[0]
 
     @property
     def exponent_bias(self) -> int:
-        if self.name not in _FLOAT_LAYOUT:
-            raise AttributeError(f"{self.name} is not a float type: it has no exponent_bias")
-        return _FLOAT_LAYOUT[self.name][1]
+        return self._float_layout("exponent_bias")[1]
 
     @property
     def scalar(self) -> DType:

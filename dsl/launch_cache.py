@@ -64,9 +64,12 @@ def _tensor_key(value: Any) -> tuple | None:
         return (kind, value.dtype, value.shape, value.strides, value.base,
                 value.buffer.flags.writeable, value.buffer.dtype)
     if is_torch_tensor(value):
-        if value.device.type != "cpu" or value.is_nested:  # (the launch names the problem)
+        if value.device.type != "cpu":
             return None
-        return ("torch", value.dtype, tuple(value.shape), value.stride())
+        try:
+            return ("torch", value.dtype, tuple(value.shape), value.stride())
+        except RuntimeError:  # a nested tensor has no shape (the launch names the problem)
+            return None
     return None
 
 

@@ -558,7 +558,7 @@ class Interpreter:
         affine = Affine.of(a)
         if affine is not None and isinstance(b, np.ndarray) and b.size == 1 \
                 and np.issubdtype(b.dtype, np.integer) and \
-                int(b.reshape(-1)[0]) <= np.iinfo(np.int64).max:  # (uint64 from 2**63 wraps)
+                int(b.reshape(-1)[0]) <= _INT64_MAX:  # (uint64 from 2**63 wraps)
             scaled = affine.scaled(int(b.reshape(-1)[0]))
             if scaled is not None:
                 frame.set(op.result, scaled.simplest())
@@ -575,8 +575,7 @@ class Interpreter:
             # an unsigned comparison: a bound from 2**63 on holds every lane that is
             # not negative (``astype(int64)`` made it negative: every lane was false)
             if isinstance(a, Lanes) and (a.base >= 0).all():
-                bound = np.minimum(per_row, np.uint64(np.iinfo(np.int64).max))
-                frame.set(op.result, LaneMask(a, bound.astype(np.int64)))
+                frame.set(op.result, LaneMask(a, _as_int64(per_row)))
                 return
             per_row = None
         if per_row is not None and isinstance(a, Lanes):

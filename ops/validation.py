@@ -87,8 +87,11 @@ def _signature(value: Any) -> tuple | None:
     kind = type(value)
     if kind is np.ndarray or isinstance(value, np.generic):
         return (kind, value.dtype, value.shape)
-    if is_torch_tensor(value) and not value.is_nested:  # (a nested tensor has no shape)
-        return (kind, value.dtype, tuple(value.shape), value.device.type)
+    if is_torch_tensor(value):
+        try:
+            return (kind, value.dtype, tuple(value.shape), value.device.type)
+        except RuntimeError:  # a nested tensor has no shape: validated in full
+            return None
     return None
 
 
@@ -144,9 +147,6 @@ def _validate(rules: OperatorRules, tensors: dict[str, Any], reduction: Any, chi
         if not is_tensor(value):
             raise status.invalid(f"{name} must be a NumPy array or a torch tensor, "
                                  f"got {type(value).__name__}")
-        if is_torch_tensor(value) and value.is_nested:
-            raise status.invalid(f"{name}: a nested tensor; the operators take dense "
-                                 "(strided) tensors only")
         if value.ndim > MAX_RANK:
             raise status.invalid(f"{name} has rank {value.ndim}; at most {MAX_RANK} is supported")
     if rules.a2_a3_only and not has_logits_target_backward(chip):  # step 3
