@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import threading
+import time
 import weakref
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -290,6 +291,12 @@ class Interpreter:
         # set when lanes of a store clash and only the stored values tell whether they
         # race: that verdict holds for this launch's data, so no plan may keep it
         self.race_by_value = False
+        # True once this launch's pre-pass has proved every load and store in bounds
+        # (``prove_in_bounds``): the run then skips their checks, which cost more than
+        # the access itself on a chunk of small rows (a third of a row argmax's time)
+        self.proved = False
+        # the launch shape's choice of threads, when its chunks may run in parallel
+        self.threading: workers.ThreadingChoice | None = None
 
     @property
     def checking(self) -> bool:
@@ -351,7 +358,8 @@ class Interpreter:
                 finally:
                     self.only = None
             proved = (self.store_runs_provable,
-                      {name: list(runs) for name, runs in self.store_runs.items()})
+                      {name: list(runs) for name, runs in self.store_runs.items()},
+                      workers.ThreadingChoice())
             if not self.data_loads:
                 if len(self.proofs) >= PROOFS_PER_KERNEL:
                     self.proofs.pop(next(iter(self.proofs)))
@@ -359,6 +367,9 @@ class Interpreter:
         self.store_runs_provable = proved[0]
         self.store_runs = {name: list(runs) for name, runs in proved[1].items()}
         self.parallel = self._decide_parallel()
+        if self.parallel:
+            self.threading = proved[2]
+        self.proved = True
         return True
 
     def dry_run(self) -> None:
@@ -377,9 +388,15 @@ class Interpreter:
         """Prove the launch in bounds if its indices allow, then execute it; a
         failure leaves every output as it was."""
         self.prove_in_bounds()
+        choice = self.threading
+        if choice is not None:
+            self.parallel = choice.parallel()
+        started = time.perf_counter()
         with ignore_fp_errors():  # IEEE semantics: inf/NaN, never warnings
             try:
                 self._run_grid()
+                if choice is not None:
+                    choice.record(self.parallel, time.perf_counter() - started)
             except BaseException:
                 self.journal.rollback()
                 raise
@@ -984,7 +1001,8 @@ class Interpreter:
         tensor: BoundTensor = frame.get(op.view)
         index = frame.get(op.index)
         mask = frame.get(op.mask) if op.mask is not None else None
-        check_bounds(self._site(op), index, mask, frame.pid)
+        if not self.proved:
+            check_bounds(self._site(op), index, mask, frame.pid)
         if self.checking and id(op) not in self.data_loads:
             return  # (a data load's value decides other indices: the pre-pass loads it)
         if self.full_race and not self.checking and \
@@ -1059,7 +1077,8 @@ class Interpreter:
         tensor: BoundTensor = frame.get(op.view)
         index = frame.get(op.index)
         mask = frame.get(op.mask) if op.mask is not None else None
-        check_bounds(self._site(op), index, mask, frame.pid)
+        if not self.proved:
+            check_bounds(self._site(op), index, mask, frame.pid)
         value = None  # the stored values, once materialized
         if self.race_check and (self.checking or self.journal.mode != "direct"):
             # (a launch written directly was checked by the pre-pass, before any write)
@@ -1603,7 +1622,8 @@ class _KernelFacts:
     # reach any tensor, and is checked as it runs, never by the pre-pass
     host_addresses: bool
     # bounds proofs of earlier launches, by ``proof_key``
-    proofs: dict[tuple, tuple[bool, dict[str, list[tuple[int, int]]]]] = \
+    proofs: dict[tuple, tuple[bool, dict[str, list[tuple[int, int]]],
+                              workers.ThreadingChoice]] = \
         dataclasses.field(default_factory=dict)
     # id of a ``for`` op -> its dots when it only accumulates dots (``dot_accumulation``)
     dot_loops: dict[int, tuple[Op, ...] | None] = dataclasses.field(default_factory=dict)

@@ -167,6 +167,71 @@ def test_disjoint_2d_stores_let_chunks_run_on_several_threads():
     assert not interp.parallel, "tiles whose bands of lines overlap are not proved disjoint"
 
 
+def _row_sums_checked(x: np.ndarray) -> None:
+    """``row_sums`` of ``x`` (a reduction: not a flat kernel, so every launch runs the
+    interpreter), checked against rule 10's order."""
+    out = np.full(x.shape[0], np.nan, np.float32)
+    row_sums[(4,)](x, out, x.shape[0], x.shape[1], ROWS=8, COLS=x.shape[1])
+    np.testing.assert_array_equal(out, [halving_sum(row) for row in x])
+
+
+def test_a_proved_launch_does_not_check_its_accesses_again(monkeypatch):
+    """The pre-pass proves every load and store in bounds; the run that follows (and
+    every later launch of the same shape, which reuses the proof) checks none again."""
+    from lowering import interpreter
+
+    checked = []
+    check = interpreter.check_bounds
+    monkeypatch.setattr(interpreter, "check_bounds",
+                        lambda *args: (checked.append(1), check(*args))[1])
+    x = np.random.default_rng(5).standard_normal((96, 64)).astype(np.float32)
+    _row_sums_checked(x)
+    assert checked, "the first launch of a shape runs the pre-pass"
+    checked.clear()
+    _row_sums_checked(x)
+    assert not checked, "a launch whose accesses are proved checks none of them"
+    with pytest.raises(dsl.OutOfBoundsError):  # a shape of its own: proved anew
+        row_sums[(4,)](x, np.empty(90, np.float32), 96, 64, ROWS=8, COLS=64)
+
+
+def test_threading_choice_alternates_then_keeps_the_faster_way():
+    from lowering.workers import ThreadingChoice
+
+    choice = ThreadingChoice()
+    ways = []
+    for seconds in (3.0, 2.0, 1.0, 5.0, 4.0, 6.0):  # parallel gets 3, 1, 4; alone 2, 5, 6
+        ways.append(choice.parallel())
+        choice.record(ways[-1], seconds)
+    assert ways == [True, False] * ThreadingChoice.TRIALS
+    assert choice.parallel() is True
+    choice.record(False, 0.5)  # one faster launch alone turns it
+    assert choice.parallel() is False
+
+
+def test_a_launch_shape_times_its_chunks_on_threads_and_alone(monkeypatch):
+    """Chunks proved disjoint run on the worker threads or alone, whichever the shape's
+    first launches found faster (``lowering.workers.ThreadingChoice``), with the same
+    result either way."""
+    from lowering import interpreter, workers
+
+    monkeypatch.setattr(interpreter, "CHUNK_ELEMENTS", 1 << 12)  # 8 chunks
+    monkeypatch.setattr(interpreter, "PARALLEL_MIN_ELEMENTS", 0)
+    monkeypatch.setenv("DSL_INTERPRETER_THREADS", "2")
+    runs: list[tuple[bool, float]] = []
+    record = workers.ThreadingChoice.record
+    monkeypatch.setattr(workers.ThreadingChoice, "record",
+                        lambda self, way, took: (runs.append((way, took)),
+                                                 record(self, way, took))[1])
+    x = np.random.default_rng(6).standard_normal((256, 64)).astype(np.float32)
+    for _ in range(3 * workers.ThreadingChoice.TRIALS):
+        _row_sums_checked(x)
+    trials = 2 * workers.ThreadingChoice.TRIALS
+    assert [way for way, _ in runs[:trials]] == [True, False] * (trials // 2)
+    faster = min(t for way, t in runs[:trials] if way) <= \
+        min(t for way, t in runs[:trials] if not way)
+    assert all(way is faster for way, _ in runs[trials:]), runs
+
+
 @dsl.jit
 def half_overlapping_2d_tiles(x, out):
     """Program p copies lines 8p .. 8p + 15 of a 64-column matrix: each tile shares
