@@ -65,7 +65,8 @@ def hot_launcher(replay: Replay, args: tuple[Any, ...], kwargs: dict[str, Any], 
     None when the key has an argument the generated guard does not compare (a NaN,
     anything ``exact_call_key`` compares by hash only)."""
     environment = environment_changed_test()
-    if environment is None or (grid is not None and type(grid) not in (int, tuple)):
+    if environment is None or (grid is not None and type(grid) not in (int, tuple)) or (
+            type(grid) is tuple and not all(type(g) is int for g in grid)):
         return None
     values = (*args, *kwargs.values())
     names = [f"a{i}" for i in range(len(values))]
@@ -84,6 +85,8 @@ def hot_launcher(replay: Replay, args: tuple[Any, ...], kwargs: dict[str, Any], 
 
     fail_if(f"len(args) != {len(args)} or len(kwargs) != {len(kwargs)}")
     fail_if("grid is not None" if grid is None else "type(grid) is not type(GRID) or grid != GRID")
+    if type(grid) is tuple:  # (2.0,) == (2,), but only one of them is a valid grid
+        fail_if(" or ".join(f"type(grid[{i}]) is not int" for i in range(len(grid))) or "False")
     if args:
         lines.append(f"    {', '.join(names[:len(args)])}, = args")
     for name, keyword in zip(names[len(args):], kwargs):

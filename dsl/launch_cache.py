@@ -149,12 +149,14 @@ def exact_call_key(args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any) -> 
     each NumPy array's dtype, shape, strides and writeability, each torch CPU
     tensor's ``_tensor_key``, each ``int``/``bool``/``str``/``None`` by value and
     each ``float`` by value and sign (0.0 and -0.0 differ; a NaN matches only
-    itself), the keyword names and a grid given as a number or tuple. It is at least
+    itself), the keyword names and a grid given as an int or a tuple of them. It is at least
     as fine as the recipe key and the replay key together, so a call with a key seen
     before may run the replay that key's first call ran (``JITFunction._launch``'s
     hot path, one dict lookup instead of two keys). None for any other argument or
-    grid: the call takes the recipe path."""
-    if grid is not None and type(grid) is not tuple and type(grid) is not int:
+    grid: the call takes the recipe path. (A grid's elements must be ints: ``(2.0,)``
+    and ``(True,)`` equal ``(2,)`` and ``(1,)`` as keys, but are not valid grids.)"""
+    if grid is not None and type(grid) is not int and (
+            type(grid) is not tuple or not all(type(g) is int for g in grid)):
         return None
     parts: list[Any] = [grid, tuple(kwargs)]
     for value in (*args, *kwargs.values()):

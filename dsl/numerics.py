@@ -906,7 +906,7 @@ def arg_fold_and_nan(x: np.ndarray, axis: int, largest: bool, tie_break_left: bo
     pick = np.argmax if largest else np.argmin
     index = pick(moved, axis=-1) if tie_break_left else \
         moved.shape[-1] - 1 - pick(moved[..., ::-1], axis=-1)
-    value = np.take_along_axis(moved, index[..., None], axis=-1)[..., 0]
+    value = _picked(moved, index)
     # (bfloat16's kind is "V": every non-integer operand here is a float)
     if moved.dtype.kind in "iub" or not np.isnan(value).any():
         return value, index.astype(np.int32), False
@@ -920,6 +920,16 @@ def arg_fold_and_nan(x: np.ndarray, axis: int, largest: bool, tie_break_left: bo
             value = np.where(keep, value, nxt)
             index = np.where(keep, index, np.int32(i))
     return value, index, True
+
+
+def _picked(x: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``x[..., index[...]]``: the element each index picks along the last axis (one
+    flat ``take`` where ``x`` is C-contiguous: ``take_along_axis`` costs ~3x more)."""
+    if not x.flags.c_contiguous:
+        return np.take_along_axis(x, index[..., None], axis=-1)[..., 0]
+    n = x.shape[-1]
+    flat = index.reshape(-1).astype(np.int64) + np.arange(0, index.size * n, n)
+    return x.reshape(-1)[flat].reshape(index.shape)
 
 
 def scan_in_order(x: np.ndarray, axis: int, combine: str, reverse: bool) -> np.ndarray:

@@ -489,6 +489,35 @@ def test_a_hot_launcher_runs_a_repeated_call_without_building_its_key(monkeypatc
     assert keys["n"] == 0 and hot_runs["n"] == before + 3
 
 
+def test_indexing_a_kernel_with_a_grid_of_ints_again_gives_the_same_launcher():
+    """``kernel[grid]`` in a loop builds its launcher once per grid of plain ints; a
+    grid that only compares equal to one (numpy ints, a list) gets its own, which
+    runs as before."""
+    kernel, x = _hot_scale_kernel()
+    assert kernel[(2,)] is kernel[(2,)] and kernel[2] is kernel[2]
+    assert kernel[2] is not kernel[(2,)]
+    for other in ((np.int64(2),), [2]):
+        assert kernel[other] is not kernel[(2,)], other
+        out = np.empty(300, np.float32)
+        kernel[other](x, out, 300, 0.5, BLOCK=128)
+        np.testing.assert_array_equal(out, x * np.float32(0.5))
+
+
+@pytest.mark.parametrize("bad,good", [((2.0,), (2,)), ((True,), (1,)), (True, 1),
+                                      ((2, 1.0), (2, 1))])
+def test_a_grid_equal_to_a_valid_one_is_refused_after_it_ran(bad, good):
+    """``(2.0,) == (2,)`` and ``True == 1``: the launch caches (exact key, hot launcher,
+    recipe) tell them apart, so such a grid is refused however often the valid one
+    ran before (it ran from those caches, unchecked)."""
+    kernel, x = _hot_scale_kernel()
+    for _ in range(3):
+        kernel[good](x, np.empty(300, np.float32), 300, 0.5, BLOCK=128)
+    out = np.full(300, 7.0, np.float32)
+    with pytest.raises(dsl.DSLLaunchError, match="grid must be"):
+        kernel[bad](x, out, 300, 0.5, BLOCK=128)
+    assert (out == 7.0).all()
+
+
 HOT_MISSES = {
     "another float": lambda x, out: ((x, out, 300, 0.25), {"BLOCK": 128}, (2,)),
     "a float's sign": lambda x, out: ((x, out, 300, -0.0), {"BLOCK": 128}, (2,)),
