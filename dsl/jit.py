@@ -188,7 +188,6 @@ class JITFunction(InlinableKernel):
         # may rebind, as (read, seen) pairs (``ir_cache.watch``): a launch that finds
         # one changed forgets every specialization (``_forget_if_rebound``)
         self._watched: dict[tuple, tuple[Callable[[], Any], Any]] = {}
-        self._launchers: dict[Any, Callable[..., None]] = {}  # ``__getitem__``'s, by grid
         functools.update_wrapper(self, fn)
 
     @property
@@ -199,14 +198,6 @@ class JITFunction(InlinableKernel):
         return f"<dsl.jit kernel {self.name}>"
 
     def __getitem__(self, grid: Grid) -> Callable[..., None]:
-        # ``kernel[grid](...)`` in a loop indexes the kernel on every call: the
-        # launcher of a grid of plain ints met before is reused (any other grid gets a
-        # new one: ``(4.0,) == (4,)``, but only one of them is a valid grid)
-        key = grid if type(grid) is int or (
-            type(grid) is tuple and all(type(g) is int for g in grid)) else None
-        if key is not None and (known := self._launchers.get(key)) is not None:
-            return known
-
         def launch(*args: Any, **kwargs: Any) -> None:
             if self._watched:
                 self._forget_if_rebound()
@@ -222,10 +213,6 @@ class JITFunction(InlinableKernel):
             hot = self._hot  # (dsl.hot_launch) tried here: one call less per launch
             if hot is None or not hot(args, kwargs, grid):
                 self._launch(args, kwargs, grid, hot_tried=True)
-        if key is not None:
-            if len(self._launchers) >= _LAUNCHERS_KEPT:
-                self._launchers.clear()
-            self._launchers[key] = launch
         return launch
 
     @functools.cached_property
@@ -774,7 +761,6 @@ _PLANS: ContextVar[list[Launch] | None] = ContextVar("dsl_plans", default=None)
 
 # keywords of ``kernel[grid](...)`` that are per-call settings, as ``launch()``'s
 _PER_CALL = frozenset({"options", "backend"})
-_LAUNCHERS_KEPT = 64  # grids whose ``kernel[grid]`` launcher a kernel keeps
 
 
 @contextmanager

@@ -489,20 +489,6 @@ def test_a_hot_launcher_runs_a_repeated_call_without_building_its_key(monkeypatc
     assert keys["n"] == 0 and hot_runs["n"] == before + 3
 
 
-def test_indexing_a_kernel_with_a_grid_of_ints_again_gives_the_same_launcher():
-    """``kernel[grid]`` in a loop builds its launcher once per grid of plain ints; a
-    grid that only compares equal to one (numpy ints, a list) gets its own, which
-    runs as before."""
-    kernel, x = _hot_scale_kernel()
-    assert kernel[(2,)] is kernel[(2,)] and kernel[2] is kernel[2]
-    assert kernel[2] is not kernel[(2,)]
-    for other in ((np.int64(2),), [2]):
-        assert kernel[other] is not kernel[(2,)], other
-        out = np.empty(300, np.float32)
-        kernel[other](x, out, 300, 0.5, BLOCK=128)
-        np.testing.assert_array_equal(out, x * np.float32(0.5))
-
-
 @pytest.mark.parametrize("bad,good", [((2.0,), (2,)), ((True,), (1,)), (True, 1),
                                       ((2, 1.0), (2, 1))])
 def test_a_grid_equal_to_a_valid_one_is_refused_after_it_ran(bad, good):
