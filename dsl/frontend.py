@@ -327,11 +327,28 @@ class ScalarSpec:
         return str(self.dtype)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ConstSpec:
-    """A constexpr (or None) argument, folded into the kernel."""
+    """A constexpr (or None) argument, folded into the kernel. Two are equal when
+    their values are equal *and of the same types* (recursively through tuples):
+    ``128.0 == 128`` and ``True == 1``, but a kernel may build for one and refuse the
+    other (``arange(0, 128.0)``), so specializations keyed by them must not mix."""
 
     value: Any
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ConstSpec) and _typed(self.value) == _typed(other.value)
+
+    def __hash__(self) -> int:
+        return hash(_typed(self.value))
+
+
+def _typed(value: Any) -> Any:
+    """``value`` with the type of each part beside it (a tuple's element-wise; a list
+    stays unhashable, as the launch path expects of it)."""
+    if type(value) is tuple:
+        return (tuple, tuple(_typed(v) for v in value))
+    return (type(value), value)
 
     def __str__(self) -> str:
         return f"={self.value!r}"

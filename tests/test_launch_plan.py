@@ -504,6 +504,24 @@ def test_a_grid_equal_to_a_valid_one_is_refused_after_it_ran(bad, good):
     assert (out == 7.0).all()
 
 
+@pytest.mark.parametrize("bad,good", [(128.0, 128), (np.int64(128), 128)])
+def test_a_constexpr_equal_to_a_valid_one_is_refused_after_it_ran(bad, good):
+    """``128.0 == 128``: the in-memory specializations are keyed by the constexpr's
+    type too, so a value a fresh kernel refuses is refused after the valid one ran
+    (it ran the int's build)."""
+    kernel = dsl.jit(_scale)
+    x = np.linspace(-1, 1, 300, dtype=np.float32)
+    with pytest.raises(dsl.DSLCompileError) as fresh:
+        dsl.jit(_scale)[(3,)](x, np.empty(300, np.float32), 300, 0.5, BLOCK=bad)
+    for _ in range(3):
+        kernel[(3,)](x, np.empty(300, np.float32), 300, 0.5, BLOCK=good)
+    out = np.full(300, 7.0, np.float32)
+    with pytest.raises(dsl.DSLCompileError) as after:
+        kernel[(3,)](x, out, 300, 0.5, BLOCK=bad)
+    assert str(after.value) == str(fresh.value)
+    assert (out == 7.0).all()
+
+
 HOT_MISSES = {
     "another float": lambda x, out: ((x, out, 300, 0.25), {"BLOCK": 128}, (2,)),
     "a float's sign": lambda x, out: ((x, out, 300, -0.0), {"BLOCK": 128}, (2,)),
