@@ -1440,7 +1440,10 @@ class _Visitor:
             raise self.error(node, f"operator {type(op).__name__} is not supported on tensors")
         for side in (lhs, rhs):
             if not _is_value(side) and not sem.is_pyscalar(side):
-                raise self.error(node, f"cannot apply an operator to {type(side).__name__}")
+                # (a NumPy scalar given as a constexpr: Triton refuses it too)
+                hint = f" (a NumPy scalar, {side!r}: pass a Python int, float or bool)" \
+                    if isinstance(side, np.generic) else ""
+                raise self.error(node, f"cannot apply an operator to {type(side).__name__}{hint}")
         return sem.binary(self.b, name, lhs, rhs)
 
     def pointer_arithmetic(self, node: ast.AST, name: str, lhs: Any, rhs: Any) -> Any:

@@ -520,6 +520,8 @@ def test_a_constexpr_equal_to_a_valid_one_is_refused_after_it_ran(bad, good):
         kernel[(3,)](x, out, 300, 0.5, BLOCK=bad)
     assert str(after.value) == str(fresh.value)
     assert (out == 7.0).all()
+    if isinstance(bad, np.generic):  # the message says what to pass instead
+        assert "a NumPy scalar, np.int64(128): pass a Python int" in str(fresh.value)
 
 
 HOT_MISSES = {
