@@ -342,6 +342,9 @@ class ConstSpec:
     def __hash__(self) -> int:
         return hash(_typed(self.value))
 
+    def __str__(self) -> str:
+        return f"={self.value!r}"
+
 
 def _typed(value: Any) -> Any:
     """``value`` with the type of each part beside it (a tuple's element-wise; a list
@@ -349,9 +352,6 @@ def _typed(value: Any) -> Any:
     if type(value) is tuple:
         return (tuple, tuple(_typed(v) for v in value))
     return (type(value), value)
-
-    def __str__(self) -> str:
-        return f"={self.value!r}"
 
 
 ArgSpec = TensorSpec | ScalarSpec | ConstSpec

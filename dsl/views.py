@@ -163,6 +163,13 @@ def _torch_to_numpy(t: Any) -> np.ndarray:
     except RuntimeError:
         if t.is_nested:  # (torch: "NestedTensorImpl doesn't support sizes")
             raise TypeError("a nested tensor: kernels take dense (strided) tensors") from None
+        if t.is_conj() or t.is_neg():  # torch's lazy conjugation / negation bits
+            dt.from_torch(t.dtype)  # (a complex tensor: its dtype is named first)
+            raise TypeError(
+                "a tensor with torch's negative bit set (a lazy negation, such as "
+                "z.conj().imag): its memory holds the values negated, and kernels read and "
+                "write memory as it is; pass t.resolve_neg() (a copy: writes to it do not "
+                "reach t)") from None
         raise
     except TypeError:
         # torch names the dtype NumPy lacks ("Got unsupported ScalarType

@@ -35,7 +35,14 @@ def operand(obj: Any, shape: tuple[int, ...]) -> TensorView | np.ndarray | None:
         if isinstance(obj, np.generic):
             array = np.asarray(obj)
         elif is_torch_tensor(obj):
-            array = to_numpy(obj)  # shares the tensor's memory
+            try:
+                array = to_numpy(obj)  # shares the tensor's memory
+            except TypeError:
+                if not obj.is_neg():
+                    raise
+                # a lazy negation (``z.conj().imag``): its memory holds the values
+                # negated; an operand is only read, so its values' copy will do
+                array = to_numpy(obj.resolve_neg())
     if type(array) is np.ndarray:
         if array.shape == shape:
             return array
@@ -53,7 +60,14 @@ def result(out: Any, input: Any, checked: Checked,
     if out is None:
         return new_like_kind(input, checked.shape if shape is None else shape,
                              checked.out_dtype)
-    view = as_view(out)
+    try:
+        view = as_view(out)
+    except TypeError:
+        if not (is_torch_tensor(out) and out.is_neg()):
+            raise
+        raise status.invalid("out has torch's negative bit set (a lazy negation, such as "
+                             "z.conj().imag): the result would land negated; pass a tensor "
+                             "without it") from None
     if view.is_broadcast or not view.buffer.flags.writeable:
         raise status.invalid("out must be writeable and must not be a broadcast (stride 0) view")
     return out, view

@@ -189,3 +189,48 @@ def test_a_leaf_tensor_that_requires_grad_is_written_with_grad_mode_off(torch):
     a = torch.ones(4, requires_grad=True)
     Doubled.apply(a).sum().backward()
     assert a.grad.tolist() == [2.0] * 4
+
+
+def _negated_view(torch, values):
+    """A real tensor with torch's negative bit set (``z.conj().imag``) whose values
+    are ``values``: its memory holds them negated."""
+    z = torch.complex(torch.zeros(len(values)), -torch.tensor(values, dtype=torch.float32))
+    view = z.conj().imag
+    assert view.is_neg() and view.tolist() == pytest.approx(values)
+    return view
+
+
+def test_operators_read_a_negated_view_by_its_values_and_refuse_one_as_out(torch):
+    """torch's lazy negation (found in session 26: torch's raw "Can't call numpy() on
+    Tensor that has negative bit set"): an operand is read by its values, as torch's
+    own operator reads it; an ``out`` with the bit is refused (161002): the result
+    would land negated."""
+    import ops
+    from ops import AclnnError
+
+    grad, x = torch.tensor(0.5), torch.tensor([0.2, 0.4, 0.6, 0.8])
+    target = _negated_view(torch, [0.3, 0.6, 0.2, 0.9])
+    for args in ((grad, x, target), (grad, target, x)):
+        want = torch.ops.aten.binary_cross_entropy_backward(
+            *(a.resolve_neg() for a in args), None, 1)
+        assert torch.equal(ops.binary_cross_entropy_backward(*args, None, "mean"), want)
+    out = _negated_view(torch, [1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(AclnnError, match="negative bit") as info:
+        ops.binary_cross_entropy_backward(grad, x, x, None, "mean", out=out)
+    assert info.value.status == 161002
+    assert out.tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_a_kernel_refuses_a_negated_view_by_name(torch):
+    import dsl
+
+    @dsl.jit
+    def scale(x, out, n, BLOCK: dsl.constexpr):
+        i = dsl.arange(0, BLOCK)
+        dsl.store(out, i, dsl.load(x, i, i < n) * 2.0, i < n)
+
+    negated = _negated_view(torch, [1.0, 2.0, 3.0, 4.0])
+    for x, out in ((negated, torch.zeros(4)), (torch.ones(4), negated)):
+        with pytest.raises(dsl.DSLLaunchError, match=r"negative bit set .*resolve_neg\(\)"):
+            scale[(1,)](x, out, 4, BLOCK=4)
+    assert negated.tolist() == [1.0, 2.0, 3.0, 4.0]
