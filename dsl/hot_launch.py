@@ -118,6 +118,11 @@ def hot_launcher(replay: Replay, args: tuple[Any, ...], kwargs: dict[str, Any], 
         else:
             return None  # a NaN, a tensor elsewhere: the exact-key path only
     buffers = []  # per tensor of the recipe
+    # (torch refuses ``numpy()`` of a tensor whose negative bit is set, which the guard
+    # does not compare: such a call falls back, before anything runs, to the full
+    # path, which names the argument)
+    lines.append("    try:")
+    body_start = len(lines)
     for i, (position, recipe) in enumerate(replay.sources):
         if recipe is None:  # a C-contiguous 1-D array: its own buffer
             buffers.append(names[position])
@@ -140,6 +145,11 @@ def hot_launcher(replay: Replay, args: tuple[Any, ...], kwargs: dict[str, Any], 
             lines.append(f"    if {name}.storage_offset() != 0 or "
                          f"{name}.untyped_storage().nbytes() != c{i}.nbytes:")
             lines.append(f"        c{i} = T{i}.buffer_of({name})")
+    lines[body_start:] = ["    " + line for line in lines[body_start:]]
+    if len(lines) == body_start:
+        lines.append("        pass")
+    lines.append("    except (TypeError, RuntimeError):")
+    lines.append("        return False")
     if replay.written_torch:  # a leaf requiring grad in grad mode: the full path refuses it
         constants["grad_enabled"] = sys.modules["torch"].is_grad_enabled
     for position in replay.written_torch:

@@ -35,7 +35,7 @@ import numpy as np
 from dsl import dtypes as dt
 from dsl import ir_cache
 from dsl.backends import UnknownBackendError, get_backend
-from dsl.errors import ArgumentOverflowError, DSLCompileError, DSLLaunchError
+from dsl.errors import ArgumentOverflowError, DSLCompileError, DSLError, DSLLaunchError
 from dsl.frontend import (
     ArgSpec,
     ConstSpec,
@@ -477,7 +477,15 @@ class JITFunction(InlinableKernel):
                         self._exact_replays[exact] = ExactEntry(replay)
                     return  # replayed the executor's plan for this key and scalars
                 executor = recipe.executor  # the options are part of the key
-                launch = recipe.prepare(self, values, grid)
+                try:
+                    launch = recipe.prepare(self, values, grid)
+                except (TypeError, RuntimeError) as exc:
+                    if isinstance(exc, DSLError):
+                        raise
+                    # a tensor the key does not tell apart whose view fails (torch's
+                    # negative bit): the full path raises the same error, naming it
+                    self.bind_arguments(args, kwargs)
+                    raise
                 torch_tensors = {t.name: values[t.position] for t in recipe.written_torch}
             else:
                 binding = self.bind_arguments(args, kwargs)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+import dsl
+
 
 @pytest.fixture(scope="module")
 def ot(torch):
@@ -221,16 +223,25 @@ def test_operators_read_a_negated_view_by_its_values_and_refuse_one_as_out(torch
     assert out.tolist() == [1.0, 2.0, 3.0, 4.0]
 
 
-def test_a_kernel_refuses_a_negated_view_by_name(torch):
-    import dsl
+def _scale_by_two(x, out, n, BLOCK: dsl.constexpr):
+    i = dsl.arange(0, BLOCK)
+    dsl.store(out, i, dsl.load(x, i, i < n) * 2.0, i < n)
 
-    @dsl.jit
-    def scale(x, out, n, BLOCK: dsl.constexpr):
-        i = dsl.arange(0, BLOCK)
-        dsl.store(out, i, dsl.load(x, i, i < n) * 2.0, i < n)
 
+@pytest.mark.parametrize("plain_calls", [0, 1, 2, 3])
+def test_a_kernel_refuses_a_negated_view_by_name(torch, plain_calls):
+    """Whatever the launch caches hold: after 1, 2 or 3 calls with a plain tensor of
+    the same dtype, shape and strides (``z.real``), the recipe, the exact-key replay and
+    the hot launcher fell to a bare TypeError or torch's raw RuntimeError (the helper
+    hunt of session 26)."""
+    scale = dsl.jit(_scale_by_two)  # a new kernel per case: its caches start empty
     negated = _negated_view(torch, [1.0, 2.0, 3.0, 4.0])
-    for x, out in ((negated, torch.zeros(4)), (torch.ones(4), negated)):
-        with pytest.raises(dsl.DSLLaunchError, match=r"negative bit set .*resolve_neg\(\)"):
+    plain = torch.complex(torch.ones(4), torch.ones(4)).real  # stride 2, as the view's
+    for x, out in ((negated, plain), (plain, negated)):
+        for _ in range(plain_calls):
+            scale[(1,)](plain if x is negated else x, plain if out is negated else out, 4,
+                        BLOCK=4)
+        with pytest.raises(dsl.DSLLaunchError, match=r"argument '(x|out)': a tensor with "
+                                                     r"torch's negative bit set .*resolve_neg"):
             scale[(1,)](x, out, 4, BLOCK=4)
     assert negated.tolist() == [1.0, 2.0, 3.0, 4.0]
