@@ -53,6 +53,7 @@ import pickle
 import sys
 import types
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -94,8 +95,8 @@ def load_or_build(src: KernelSource, specs: dict[str, Any], options: Options,
     """The optimised IR of ``src`` under ``specs``: read from the cache when its entry
     is there and everything its build read is unchanged, else ``build(reads)`` (which
     passes ``reads`` to ``dsl.frontend.build_ir``) and stored when it can be. Also
-    returns the reads (``Reads.entries``: the entry's on a hit), or None when some
-    read has no fingerprint (``dsl.jit`` watches them: ``watch``)."""
+    returns the reads (``Reads.entries``: the entry's on a hit; ``Reads.watched``
+    when some read has no fingerprint), which ``dsl.jit`` watches (``watch``)."""
     try:
         key = specialization_key(src, specs) if options.ir_cache and not options.dump_ir \
             else None
@@ -109,7 +110,7 @@ def load_or_build(src: KernelSource, specs: dict[str, Any], options: Options,
     reads = Reads(src)
     fn = build(reads)
     if not reads.cacheable:
-        return fn, None
+        return fn, tuple(reads.watched)  # (watched, not stored)
     if path is not None and store(path, fn, reads.entries) and options.verify_passes:
         check_round_trip(fn)
     return fn, tuple(reads.entries)
@@ -251,11 +252,13 @@ class Reads:
     path, fingerprint)``: ``owner`` is the chain of recorded paths from the kernel to
     the helper whose globals ``path`` resolves in (``()`` for the kernel itself). A
     helper reached in any other way, or a value without a fingerprint, makes the
-    build uncacheable."""
+    build uncacheable; ``watched`` still lists every read whose owner is known (a
+    value without a fingerprint with None for it), for ``watch``."""
 
     def __init__(self, root: KernelSource) -> None:
         self.owners: dict[int, tuple] = {id(root): ()}
         self.entries: list[tuple] = []
+        self.watched: list[tuple] = []
         self.seen: set[tuple] = set()
         self.cacheable = True
 
@@ -264,8 +267,6 @@ class Reads:
             self.cacheable = False  # a helper not reached through a recorded name
 
     def record(self, src: KernelSource, path: tuple[str, ...], value: Any) -> None:
-        if not self.cacheable:
-            return
         owner = self.owners.get(id(src))
         if owner is None:
             self.cacheable = False
@@ -274,13 +275,15 @@ class Reads:
             self.owners.setdefault(id(value.source), (*owner, path))
         if (owner, path) in self.seen:
             return
+        self.seen.add((owner, path))
         try:
             entry = (owner, path, fingerprint(value))
         except Exception:  # noqa: BLE001 - Uncacheable, or a repr that fails: the build
-            self.cacheable = False  # goes on, uncached
-            return
-        self.seen.add((owner, path))
-        self.entries.append(entry)
+            self.cacheable = False  # goes on, uncached (and watched all the same)
+            entry = (owner, path, None)
+        self.watched.append(entry)
+        if self.cacheable:
+            self.entries.append(entry)
 
 
 def unchanged(src: KernelSource, entries: tuple) -> bool:
@@ -320,9 +323,76 @@ def watch(src: KernelSource, entries: tuple
         if where is None:
             continue
         read = _reader(where.fn, path)
-        if read is not None:
-            pairs[(id(where.fn), path)] = (read, read())
+        if read is None:
+            continue
+        if isinstance(read(), _CONTAINERS):
+            read = _contents_reader(read)
+        pairs[(id(where.fn), path)] = (read, read())
     return pairs
+
+
+# Containers a kernel may read elements of (``SCALE[0]``) and the user's code may change
+# in place: watched by their contents as well as their identity (``Contents``).
+_CONTAINERS = (list, dict, set, bytearray)
+
+
+@dataclass(frozen=True, eq=False)
+class Contents:
+    """A watched container and a snapshot of what it held: equal to another when both
+    are the same object holding the same elements (by identity, then equality, as
+    tuples compare), so an in-place change (``SCALE[0] = 3.0``) counts as a change."""
+
+    obj: Any
+    snapshot: Any
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Contents) and self.obj is other.obj and \
+            self.snapshot == other.snapshot
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _snapshot(obj: Any) -> Any:
+    """``obj``'s elements, nested containers included, as a tuple of values."""
+    if isinstance(obj, (list, tuple)):
+        return (type(obj), tuple(_snapshot(v) for v in obj))
+    if isinstance(obj, dict):
+        return (dict, tuple((k, _snapshot(v)) for k, v in obj.items()))
+    if isinstance(obj, (set, frozenset)):
+        return (type(obj), frozenset(obj))
+    if isinstance(obj, bytearray):
+        return (bytearray, bytes(obj))
+    return (type(obj), obj)
+
+
+def _contents_reader(read: Callable[[], Any]) -> Callable[[], Contents]:
+    def read_contents() -> Contents:
+        obj = read()
+        return Contents(obj, _snapshot(obj))
+    return read_contents
+
+
+# Values a build depends on by type and value alone: another object equal to the one
+# seen, of the same types (``_snapshot``), builds the same IR (a property that makes
+# a new float per read must not rebuild the kernel on every launch).
+_VALUE_TYPES = (int, float, bool, str, bytes, complex, tuple, type(None))
+
+
+def changed(read: Callable[[], Any], seen: Any) -> bool:
+    """Whether a watched read (``watch``) now gives something other than ``seen``: a
+    container by identity and contents, a plain value by type and value, anything
+    else by identity."""
+    now = read()
+    if type(seen) is Contents:
+        return now != seen
+    if now is seen:
+        return False
+    if type(now) is not type(seen) or type(now) not in _VALUE_TYPES:
+        return True
+    try:
+        return bool(_snapshot(now) != _snapshot(seen))
+    except Exception:  # noqa: BLE001 - a tuple of objects whose == fails: a change
+        return True
 
 
 def _reader(fn: Callable[..., Any], path: tuple[str, ...]) -> Callable[[], Any] | None:

@@ -227,7 +227,7 @@ class JITFunction(InlinableKernel):
         otherwise keep its old value for this kernel in this process (a new process,
         or a new specialization, saw the new one)."""
         for read, seen in self._watched.values():
-            if read() is not seen:
+            if ir_cache.changed(read, seen):
                 break
         else:
             return
@@ -394,7 +394,7 @@ class JITFunction(InlinableKernel):
                 lambda reads: optimize(build_ir(self.source, dict(key), verify_ir=check,
                                                 reads=reads),
                                        dump_ir=options.dump_ir, verify_each=check))
-            if reads:  # (None: a read without a fingerprint, which is not watched)
+            if reads:
                 self._watched.update(ir_cache.watch(self.source, reads))
             self._cache[key] = fn
         return fn

@@ -343,3 +343,49 @@ def test_rebinding_a_global_or_helper_is_seen_by_the_next_launch(tmp_path, monke
     assert wide[0] == 110.0
     scope["SHIFT"] = 10.0  # an equal value in a new object: built again, same answer
     assert launch() == 110.0
+
+
+CONTAINERS = textwrap.dedent('''
+    import dsl
+
+    SCALE = [2.0]
+    TABLE = {"shift": 4.0}
+
+
+    @dsl.jit
+    def scaled(x, out, N: dsl.constexpr):
+        i = dsl.arange(0, N)
+        dsl.store(out, i, dsl.load(x, i) * SCALE[0] + TABLE["shift"])
+''')
+
+
+@pytest.mark.parametrize("cache", ["0", "1"])
+def test_a_global_container_changed_in_place_is_seen_by_the_next_launch(
+        tmp_path, monkeypatch, kernel_from_source, cache):
+    """A module-level list (fingerprinted by its elements) or dict (no fingerprint: the
+    build is not stored) changed in place after the kernel's first launches kept its
+    old value for that kernel, while a fresh ``dsl.jit`` of the function saw the new
+    one (the helper hunt of session 26): the watch compared the name's object by
+    identity, and a build with a read lacking a fingerprint was not watched at all."""
+    monkeypatch.setenv("DSL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DSL_IR_CACHE", cache)
+    kernel, _ = kernel_from_source("scaled", CONTAINERS)
+    scope = kernel.fn.__globals__
+    x = np.ones(8, np.float32)
+
+    def launch() -> float:
+        out = np.zeros(8, np.float32)
+        kernel[(1,)](x, out, N=8)
+        return float(out[0])
+
+    assert [launch() for _ in range(3)] == [6.0] * 3  # the third through the hot launcher
+    scope["SCALE"][0] = 3.0
+    assert [launch() for _ in range(3)] == [7.0] * 3
+    scope["TABLE"]["shift"] = 10.0
+    assert [launch() for _ in range(3)] == [13.0] * 3
+    scope["TABLE"] = {"shift": 0.5}  # rebound: no fingerprint, watched all the same
+    assert launch() == 3.5
+    fresh = dsl.jit(kernel.fn)
+    out = np.zeros(8, np.float32)
+    fresh[(1,)](x, out, N=8)
+    assert out[0] == 3.5
