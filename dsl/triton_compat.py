@@ -449,7 +449,9 @@ def from_triton(kernel: Any, config: Any = None) -> TritonKernel:
     backend="cpu")`` and ``lower(...)`` like any DSL kernel."""
     cached = getattr(kernel, "_dsl_kernel", None)
     if isinstance(cached, TritonKernel) and config is None and \
-            _given_source(kernel) is cached.given_source:  # (src not replaced since)
+            _given_source(kernel) is cached.given_source and (  # (src not replaced since)
+            cached.tuner is None or list(cached.tuner.configs) == cached.configs):
+        # (nor the autotuner's configs: Triton reads them for every new autotune key)
         return cached
     fn, configs, heuristics, tuner = _unwrap(kernel)
     result = TritonKernel(fn, configs, heuristics, config, tuner, _given_source(kernel))

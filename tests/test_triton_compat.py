@@ -166,6 +166,29 @@ def test_autotune_runs_the_stated_config_and_heuristics_fill_constexprs():
         kernel[(4,)](x, np.zeros_like(x), 1000, BLOCK=32)
 
 
+def test_replaced_autotune_configs_are_the_ones_a_new_launch_runs():
+    """``from_triton`` keeps its wrapper on the kernel object; a script that replaces
+    the autotuner's configs after a launch kept running the old ones, while a fresh
+    process ran the new ones (Triton's ``Autotuner.run`` reads ``configs`` for every new
+    autotune key; the helper hunt of session 26)."""
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": 8})], key=["n"])
+    @triton.jit
+    def plus_block(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, offs < n) + BLOCK, offs < n)
+
+    x = np.zeros(16, np.float32)
+    out = np.zeros(16, np.float32)
+    dsl.from_triton(plus_block)[(2,)](x, out, 16)
+    assert out[0] == 8.0
+    plus_block.configs = [triton.Config({"BLOCK": 4})]
+    dsl.from_triton(plus_block)[(3,)](x, out, 12)
+    assert out[0] == 4.0 and out[11] == 4.0
+    plus_block.configs.append(triton.Config({"BLOCK": 2}))  # changed in place: the same
+    assert dsl.from_triton(plus_block).configs == plus_block.configs
+
+
 def test_an_autotuned_launch_leaves_its_config_as_best_config():
     """Triton's ``Autotuner.run`` leaves the config it ran in ``best_config``, and host
     code reads it after the launch (FlagGems' ``libentry`` after every autotuned kernel:
