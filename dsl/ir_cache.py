@@ -326,7 +326,12 @@ def watch(src: KernelSource, entries: tuple
         if read is None:
             continue
         if isinstance(read(), _CONTAINERS):
-            read = _contents_reader(read)
+            by_contents = _contents_reader(read)
+            try:
+                pairs[(id(where.fn), path)] = (by_contents, by_contents())
+                continue
+            except Exception:  # noqa: BLE001 - a container holding itself: by identity
+                pass
         pairs[(id(where.fn), path)] = (read, read())
     return pairs
 
@@ -382,17 +387,17 @@ def changed(read: Callable[[], Any], seen: Any) -> bool:
     """Whether a watched read (``watch``) now gives something other than ``seen``: a
     container by identity and contents, a plain value by type and value, anything
     else by identity."""
-    now = read()
-    if type(seen) is Contents:
-        return now != seen
-    if now is seen:
-        return False
-    if type(now) is not type(seen) or type(now) not in _VALUE_TYPES:
-        return True
     try:
+        now = read()
+        if type(seen) is Contents:
+            return bool(now != seen)
+        if now is seen:
+            return False
+        if type(now) is not type(seen) or type(now) not in _VALUE_TYPES:
+            return True
         return bool(_snapshot(now) != _snapshot(seen))
-    except Exception:  # noqa: BLE001 - a tuple of objects whose == fails: a change
-        return True
+    except Exception:  # noqa: BLE001 - elements whose == fails (arrays), a container
+        return True  # now holding itself: a change (the kernel is built again)
 
 
 def _reader(fn: Callable[..., Any], path: tuple[str, ...]) -> Callable[[], Any] | None:
