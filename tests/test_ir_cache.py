@@ -389,3 +389,25 @@ def test_a_global_container_changed_in_place_is_seen_by_the_next_launch(
     out = np.zeros(8, np.float32)
     fresh[(1,)](x, out, N=8)
     assert out[0] == 3.5
+
+
+def test_the_contents_watch_survives_odd_containers(tmp_path, monkeypatch, kernel_from_source):
+    """An element whose ``==`` is elementwise (an array) and a list that comes to hold
+    itself: the launch goes on (built again), never raising from the watch."""
+    monkeypatch.setenv("DSL_CACHE_DIR", str(tmp_path / "cache"))
+    kernel, _ = kernel_from_source("scaled", CONTAINERS)
+    scope = kernel.fn.__globals__
+    scope["SCALE"].append(np.ones(2))
+    x = np.ones(8, np.float32)
+
+    def launch() -> float:
+        out = np.zeros(8, np.float32)
+        kernel[(1,)](x, out, N=8)
+        return float(out[0])
+
+    assert [launch() for _ in range(3)] == [6.0] * 3
+    scope["SCALE"][1] = np.zeros(2)
+    assert launch() == 6.0
+    scope["SCALE"][0] = 3.0
+    scope["SCALE"].append(scope["SCALE"])
+    assert launch() == 7.0
