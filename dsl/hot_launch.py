@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from dsl.launch_cache import Replay
+from dsl.launch_cache import Replay, int_grid
 from dsl.options import environment_changed_test
 from dsl.views import TORCH_DTYPES_NUMPY_LACKS, is_torch_tensor
 
@@ -65,8 +65,7 @@ def hot_launcher(replay: Replay, args: tuple[Any, ...], kwargs: dict[str, Any], 
     None when the key has an argument the generated guard does not compare (a NaN,
     anything ``exact_call_key`` compares by hash only)."""
     environment = environment_changed_test()
-    if environment is None or (grid is not None and type(grid) not in (int, tuple)) or (
-            type(grid) is tuple and not all(type(g) is int for g in grid)):
+    if environment is None or (grid is not None and not int_grid(grid)):
         return None
     values = (*args, *kwargs.values())
     names = [f"a{i}" for i in range(len(values))]
@@ -85,8 +84,8 @@ def hot_launcher(replay: Replay, args: tuple[Any, ...], kwargs: dict[str, Any], 
 
     fail_if(f"len(args) != {len(args)} or len(kwargs) != {len(kwargs)}")
     fail_if("grid is not None" if grid is None else "type(grid) is not type(GRID) or grid != GRID")
-    if type(grid) is tuple:  # (2.0,) == (2,), but only one of them is a valid grid
-        fail_if(" or ".join(f"type(grid[{i}]) is not int" for i in range(len(grid))) or "False")
+    if type(grid) is tuple and grid:  # (2.0,) == (2,): only ints are a valid grid
+        fail_if(" or ".join(f"type(grid[{i}]) is not int" for i in range(len(grid))))
     if args:
         lines.append(f"    {', '.join(names[:len(args)])}, = args")
     for name, keyword in zip(names[len(args):], kwargs):
@@ -118,11 +117,7 @@ def hot_launcher(replay: Replay, args: tuple[Any, ...], kwargs: dict[str, Any], 
         else:
             return None  # a NaN, a tensor elsewhere: the exact-key path only
     buffers = []  # per tensor of the recipe
-    # (torch refuses ``numpy()`` of a tensor whose negative bit is set, which the guard
-    # does not compare: such a call falls back, before anything runs, to the full
-    # path, which names the argument)
-    lines.append("    try:")
-    body_start = len(lines)
+    fetch: list[str] = []  # the lines that read the recipe's buffers
     for i, (position, recipe) in enumerate(replay.sources):
         if recipe is None:  # a C-contiguous 1-D array: its own buffer
             buffers.append(names[position])
@@ -132,24 +127,25 @@ def hot_launcher(replay: Replay, args: tuple[Any, ...], kwargs: dict[str, Any], 
         value, name = values[position], names[position]
         if not (recipe.contiguous_tensor and is_torch_tensor(value)) or \
                 str(value.dtype) in TORCH_DTYPES_NUMPY_LACKS:
-            lines.append(f"    c{i} = T{i}.buffer_of({name})")
+            fetch.append(f"    c{i} = T{i}.buffer_of({name})")
             continue
         # ``TensorRecipe.buffer_of`` of a C-contiguous torch tensor whose dtype NumPy
         # holds, spelled out (half its cost is the checks the guard made above)
-        lines.append(f"    c{i} = ({name}.numpy() if not {name}.requires_grad "
+        fetch.append(f"    c{i} = ({name}.numpy() if not {name}.requires_grad "
                      f"else {name}.detach().numpy()).reshape(-1)")
         if not recipe.through_pointers:
             if recipe.span != (0, value.numel()):
-                lines.append(f"    c{i} = c{i}[{recipe.span[0]}:{recipe.span[1]}]")
+                fetch.append(f"    c{i} = c{i}[{recipe.span[0]}:{recipe.span[1]}]")
         else:  # all of its storage, or the general computation of what a pointer reaches
-            lines.append(f"    if {name}.storage_offset() != 0 or "
+            fetch.append(f"    if {name}.storage_offset() != 0 or "
                          f"{name}.untyped_storage().nbytes() != c{i}.nbytes:")
-            lines.append(f"        c{i} = T{i}.buffer_of({name})")
-    lines[body_start:] = ["    " + line for line in lines[body_start:]]
-    if len(lines) == body_start:
-        lines.append("        pass")
-    lines.append("    except (TypeError, RuntimeError):")
-    lines.append("        return False")
+            fetch.append(f"        c{i} = T{i}.buffer_of({name})")
+    if fetch:
+        # torch refuses ``numpy()`` of a tensor whose negative bit is set, which the
+        # guard does not compare: such a call falls back, before anything runs, to the
+        # full path, which names the argument
+        lines += ["    try:", *("    " + line for line in fetch),
+                  "    except (TypeError, RuntimeError):", "        return False"]
     if replay.written_torch:  # a leaf requiring grad in grad mode: the full path refuses it
         constants["grad_enabled"] = sys.modules["torch"].is_grad_enabled
     for position in replay.written_torch:

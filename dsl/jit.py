@@ -57,6 +57,7 @@ from dsl.launch_cache import (
     call_key,
     call_shape,
     exact_call_key,
+    int_grid,
 )
 from dsl.numerics import scalar_converter
 from dsl.options import Options
@@ -552,12 +553,10 @@ class JITFunction(InlinableKernel):
         parts = call_key(shape, args, kwargs)
         if parts is None:
             return None, None
-        if grid is None or type(grid) is int or (
-                type(grid) is tuple and all(type(g) is int for g in grid)):
+        if grid is None or int_grid(grid):
             grid_key: Any = grid
         elif isinstance(grid, (int, tuple)):
-            # (2.0,) == (2,) and True == 1, but only one of each pair is a valid grid:
-            # the elements' types are part of the key
+            # the elements' types are part of the key (``int_grid``)
             grid_key = (type(grid), tuple(map(type, grid)) if isinstance(grid, tuple) else (),
                         grid)
         elif callable(grid):

@@ -144,6 +144,13 @@ def call_key(shape: CallShape, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     return tuple(parts)  # JITFunction._recipe_key hashes the whole key once
 
 
+def int_grid(grid: Any) -> bool:
+    """Whether ``grid`` is an int or a tuple of ints, by exact type: ``(2.0,) == (2,)``
+    and ``(True,) == (1,)`` as keys, but only the ints are valid grids, so the launch
+    caches key other grids apart (or not at all)."""
+    return type(grid) is int or (type(grid) is tuple and all(type(g) is int for g in grid))
+
+
 def exact_call_key(args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any) -> tuple | None:
     """A key that fixes everything a replay depends on, read straight from a call:
     each NumPy array's dtype, shape, strides and writeability, each torch CPU
@@ -153,10 +160,8 @@ def exact_call_key(args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any) -> 
     as fine as the recipe key and the replay key together, so a call with a key seen
     before may run the replay that key's first call ran (``JITFunction._launch``'s
     hot path, one dict lookup instead of two keys). None for any other argument or
-    grid: the call takes the recipe path. (A grid's elements must be ints: ``(2.0,)``
-    and ``(True,)`` equal ``(2,)`` and ``(1,)`` as keys, but are not valid grids.)"""
-    if grid is not None and type(grid) is not int and (
-            type(grid) is not tuple or not all(type(g) is int for g in grid)):
+    grid: the call takes the recipe path (``int_grid``)."""
+    if grid is not None and not int_grid(grid):
         return None
     parts: list[Any] = [grid, tuple(kwargs)]
     for value in (*args, *kwargs.values()):

@@ -391,7 +391,7 @@ class Interpreter:
         choice = self.threading
         if choice is not None:
             self.parallel = choice.parallel()
-        started = time.perf_counter()
+            started = time.perf_counter()
         with ignore_fp_errors():  # IEEE semantics: inf/NaN, never warnings
             try:
                 self._run_grid()
