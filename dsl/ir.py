@@ -152,7 +152,7 @@ class Op:
     through the kind's signature; ``operands`` is a read-only tuple and changes go
     through ``set_operands``/``set_operand`` so that use lists stay exact."""
 
-    __slots__ = ("kind", "defn", "_operands", "results", "attrs", "loc", "regions")
+    __slots__ = ("kind", "defn", "_operands", "_roles", "results", "attrs", "loc", "regions")
 
     def __init__(self, kind: str, operands: Sequence[Value], results: Sequence[Value] = (),
                  attrs: dict[str, Any] | None = None, loc: SourceLoc = UNKNOWN_LOC,
@@ -163,6 +163,9 @@ class Op:
                                       f"got {len(operands)}")
         self.kind = kind
         self._operands: tuple[Value, ...] = ()
+        # role -> operand (None: an absent optional role), built on the first read by
+        # role and dropped when the operands change: interpreters read roles per launch
+        self._roles: dict[str, Value | None] | None = None
         self.results: list[Value] = list(results)
         self.attrs: dict[str, Any] = dict(attrs or {})
         self.loc = loc
@@ -191,13 +194,20 @@ class Op:
         for old in self._operands:
             old._drop_use(self)
         self._operands = tuple(operands)
+        self._roles = None
         for new in self._operands:
             new._add_use(self)
 
     def operand(self, role: str) -> Value | None:
-        """The operand playing ``role`` (None for an absent optional role)."""
-        position = self.defn.signature.position(role, len(self._operands))
-        return None if position is None else self._operands[position]
+        """The operand playing ``role`` (None for an absent optional role; KeyError for
+        a role the kind does not have)."""
+        roles = self._roles
+        if roles is None:
+            signature, operands = self.defn.signature, self._operands
+            places = {role: signature.position(role, len(operands)) for role in signature.roles}
+            roles = self._roles = {role: None if at is None else operands[at]
+                                   for role, at in places.items()}
+        return roles[role]
 
     def set_operand(self, role: str, value: Value) -> None:
         """Replace the operand playing ``role`` (which must be present)."""
@@ -225,6 +235,7 @@ class Op:
         for old in self._operands:
             old._drop_use(self)
         self._operands = ()
+        self._roles = None
 
     # -- roles of the structural kinds (None when absent)
 

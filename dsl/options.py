@@ -40,6 +40,7 @@ Environment variables (all optional):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -180,13 +181,17 @@ class Options:
     @property
     def workers(self) -> int:
         """Worker threads to use (``interpreter_threads``, or one per core up to 8)."""
-        return self.interpreter_threads or min(os.cpu_count() or 1, MAX_DEFAULT_WORKERS)
+        return self.interpreter_threads or min(_cpu_count() or 1, MAX_DEFAULT_WORKERS)
 
     @property
     def execution_backend(self) -> str:
         """The backend a CPU launch runs on: the interpreter when forced."""
         return "interpreter" if self.force_interpreter else self.backend
 
+
+# ``os.cpu_count`` reads the system's CPU list on each call (~8 us, a part of every
+# interpreted launch): the count is read once per process
+_cpu_count = functools.cache(os.cpu_count)
 
 _FROM_ENV: dict[tuple[Any, ...], Options] = {}
 _ENCODED = tuple(name.encode() for name in ENVIRONMENT)

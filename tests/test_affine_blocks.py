@@ -232,6 +232,72 @@ def test_a_launch_shape_times_its_chunks_on_threads_and_alone(monkeypatch):
     assert all(way is faster for way, _ in runs[trials:]), runs
 
 
+def test_a_launch_derives_no_ir_fact_an_earlier_launch_derived(monkeypatch):
+    """What the IR alone decides (block sizes, nested regions, which values only
+    addresses read, which loads only stores under their mask read) is derived once per
+    specialization and shared by later launches, not again at each: a small
+    interpreted launch spent ~10% of its time re-deriving it."""
+    from lowering import interpreter
+
+    derived = []
+    max_block = interpreter._max_block
+    monkeypatch.setattr(interpreter, "_max_block",
+                        lambda *args: (derived.append(1), max_block(*args))[1])
+    walk = interpreter.walk_block
+    monkeypatch.setattr(interpreter, "walk_block",
+                        lambda *args: (derived.append(2), walk(*args))[1])
+    x = np.random.default_rng(7).standard_normal((48, 96)).astype(np.float32)
+
+    def launch(rows: int) -> None:  # a specialization no other test launches
+        out = np.full(rows, np.nan, np.float32)
+        row_sums[(3,)](x[:rows], out, rows, 96, ROWS=2, COLS=128)
+        np.testing.assert_array_equal(out, [halving_sum(np.pad(r, (0, 32))) for r in x[:rows]])
+
+    launch(48)
+    assert derived, "the first launch derives them"
+    derived.clear()
+    launch(48)
+    launch(40)  # another launch shape of the same specialization
+    assert not derived
+
+
+def test_the_cpu_count_is_read_once_per_process(monkeypatch):
+    """``Options.workers`` is read by every interpreted launch; ``os.cpu_count`` reads the
+    system's CPU list each call (~8 us)."""
+    import os
+
+    from dsl.options import Options
+
+    calls = []
+    count = os.cpu_count
+    monkeypatch.setattr(os, "cpu_count", lambda: (calls.append(1), count())[1])
+    options = Options()
+    assert options.workers == options.workers >= 1
+    assert len(calls) <= 1
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.uint8, np.uint16,
+                                   np.uint32])
+def test_loop_trip_counts_are_pythons_range_lengths(dtype):
+    """``_trip_counts``'s quick way for bounds of 32 bits or fewer gives
+    ``len(range(lo, hi, step))`` at the edges of every such type; a zero step is an
+    error."""
+    from lowering.interpreter import DSLRuntimeError, _trip_counts
+
+    info = np.iinfo(dtype)
+    edges = sorted(v for v in {int(info.min), int(info.min) + 1, -7, -1, 0, 1, 3, 7,
+                               int(info.max) - 1, int(info.max)} if info.min <= v <= info.max)
+    steps = [s for s in {int(info.min), -5, -1, 1, 2, 5, int(info.max)}
+             if s != 0 and info.min <= s <= info.max]
+    lo, hi, step = (np.array(v, dtype) for v in zip(*[
+        (a, b, s) for a in edges for b in edges for s in steps]))
+    got = _trip_counts(lo, hi, step)
+    want = [len(range(a, b, s)) for a, b, s in zip(lo.tolist(), hi.tolist(), step.tolist())]
+    assert got.dtype == np.int64 and got.tolist() == want
+    with pytest.raises(DSLRuntimeError, match="step is zero"):
+        _trip_counts(lo[:2], hi[:2], np.zeros(2, dtype))
+
+
 @dsl.jit
 def half_overlapping_2d_tiles(x, out):
     """Program p copies lines 8p .. 8p + 15 of a 64-column matrix: each tile shares

@@ -146,6 +146,26 @@ def test_use_lists_track_operand_changes():
     assert b.users == [mul]
 
 
+def test_roles_read_after_an_operand_change_give_the_new_operand():
+    """Reads by role are cached per op (interpreters read them at every launch); every
+    way of changing operands drops the cache."""
+    a, b, c = _scalar(), _scalar(), _scalar()
+    mul = Op.create("mul", [a, b], [Type(dt.int32)])
+    assert mul.lhs is a and mul.rhs is b
+    mul.set_operand("rhs", c)
+    assert mul.rhs is c
+    a.replace_all_uses_with(b)
+    assert mul.lhs is b and mul.operand("rhs") is c
+    mul.set_operands([c, a])
+    assert (mul.lhs, mul.rhs) == (c, a)
+    with pytest.raises(KeyError):
+        mul.operand("mask")  # a role the kind does not have
+    load, parts = _load(masked=True)
+    assert load.mask is parts["mask"]
+    load.drop_optional()
+    assert load.mask is None and load.index is parts["index"]
+
+
 def test_replace_all_uses_visits_each_user_once(monkeypatch):
     """Linear replace-all-uses: one substitution per user, not a walk per use."""
     old, new = _scalar(), _scalar()
