@@ -71,6 +71,7 @@ from dsl.options import Options
 from dsl.views import same_elements
 from lowering import workers
 from lowering.buffers import borrow, give_back, scratch
+from lowering.index_replay import IndexValues, replayable
 from lowering.lanes import (
     Affine,
     BoxedValues,
@@ -125,11 +126,14 @@ _worker = threading.local()
 class Frame:
     """Runtime values of one batch; misses are gathered from the enclosing batch."""
 
-    __slots__ = ("values", "parent", "rows", "pid", "owned", "pooled", "fold")
+    __slots__ = ("values", "parent", "rows", "pid", "owned", "pooled", "fold", "key")
 
     def __init__(self, parent: Frame | None, rows: np.ndarray | None, pid: np.ndarray,
-                 pooled: bool = False) -> None:
+                 pooled: bool = False, key: tuple | None = None) -> None:
         self.values: dict[int, Any] = {}
+        # the batch's path from the launch's root, the same in every launch with the
+        # same proof key (``lowering.index_replay``); None where rows depend on data
+        self.key = key
         self.owned: set[int] = set()  # values whose arrays this frame allocated
         # True when this frame is one chunk of a batch whose values all die with the
         # chunk: results may then go into buffers reused from the previous chunk.
@@ -281,6 +285,9 @@ class Interpreter:
             self.index_slice, self.data_loads = None, frozenset()
         self.small_data_loads = facts.small_data_loads
         self.proofs = facts.proofs
+        self.replayed_ops = facts.replayed_ops
+        # the index values of this launch's proof key, once proved (``run_block``)
+        self.index_values: IndexValues | None = None
         self.wide_loads = facts.wide_loads
         self.widened: dict[str, np.ndarray | None] = {}  # tensor name -> float32 copy
         # buffers this launch borrowed (``lowering.buffers``), given back when it ends
@@ -382,7 +389,7 @@ class Interpreter:
                     self.only = None
             proved = (self.store_runs_provable,
                       {name: list(runs) for name, runs in self.store_runs.items()},
-                      workers.ThreadingChoice())
+                      workers.ThreadingChoice(), IndexValues())
             if not self.data_loads:
                 if len(self.proofs) >= PROOFS_PER_KERNEL:
                     self.proofs.pop(next(iter(self.proofs)))
@@ -392,6 +399,8 @@ class Interpreter:
         self.parallel = self._decide_parallel()
         if self.parallel:
             self.threading = proved[2]
+        if self.replayed_ops and not self.may_fail and not self.waits_on_memory:
+            self.index_values = proved[3]
         self.proved = True
         return True
 
@@ -438,7 +447,7 @@ class Interpreter:
         gx, gy, gz = self.launch.grid
         n = gx * gy * gz
         ids, pid = _program_ids(gx, gy, gz)
-        root = Frame(None, None, pid)
+        root = Frame(None, None, pid, key=())
         for param, arg in zip(self.fn.params, self.launch.args):
             root.set(param.value, arg if param.role == "tensor" else np.asarray([arg]))
         per_row = self._block_size(self.fn.body, nested=False)
@@ -451,11 +460,12 @@ class Interpreter:
         elif self.independent and n * per_row > self.chunk_elements:
             step = self._chunk_rows(n, per_row)
             pooled = self._poolable(self.fn.body)
-            frames = [Frame(root, ids[start:start + step], pid[start:start + step], pooled)
+            frames = [Frame(root, ids[start:start + step], pid[start:start + step], pooled,
+                            ("chunk", start, start + step))
                       for start in range(0, n, step)]
             self._run_chunks(self.fn.body, frames)
         else:
-            self.run_block(self.fn.body, Frame(root, None, pid))
+            self.run_block(self.fn.body, Frame(root, None, pid, key=("all",)))
 
     # -- chunks and threads
 
@@ -513,6 +523,9 @@ class Interpreter:
     def run_block(self, block: Block, frame: Frame) -> None:
         only = self.only
         recorder = self.recorder if only is None else None
+        if only is None and frame.key is not None and self.index_values is not None:
+            self._run_block_replaying(block, frame, self.index_values, recorder)
+            return
         for op in block.ops:
             if only is not None and id(op) not in only:
                 continue
@@ -666,7 +679,8 @@ class Interpreter:
         for out, value in zip(outs, acc):
             out[..., order[0]] = value
         for position in order[1:]:
-            inner = Frame(frame, None, frame.pid)
+            inner = Frame(frame, None, frame.pid,
+                          key=None if frame.key is None else (frame.key, id(op), position))
             for arg, value in zip(region.args, acc + [a[..., position] for a in moved]):
                 inner.set(arg, value)
             self.run_block(region, inner)
@@ -712,6 +726,27 @@ class Interpreter:
 
     def op_yield(self, op: Op, frame: Frame) -> None:
         """The end of a loop body: ``_for_sequential`` reads the yielded values."""
+
+    def _run_block_replaying(self, block: Block, frame: Frame, replay: IndexValues,
+                             recorder: Recorder | None) -> None:
+        """``run_block`` setting the index ops' results an earlier launch of the proof
+        key recorded for this batch, and recording those it computes
+        (``lowering.index_replay``)."""
+        replayed = self.replayed_ops
+        for op in block.ops:
+            if recorder is not None:
+                recorder.before(op, frame)
+            if id(op) in replayed:
+                key = (frame.key, id(op))
+                found = replay.lookup(key)
+                if found is not None:
+                    for result, value in zip(op.results, found):
+                        frame.set(result, value)
+                    continue
+                HANDLERS[op.kind](self, op, frame)
+                replay.record(key, [frame.get(result) for result in op.results])
+                continue
+            HANDLERS[op.kind](self, op, frame)
 
     def _pool_buffer(self, op: Op, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         """The buffer ``op`` wrote in an earlier chunk on this thread, or a new one
@@ -1348,11 +1383,13 @@ class Interpreter:
         else:
             self._for_sequential(op, frame, lo, step, trips, inits, iv_dtype)
 
-    def _subframe(self, frame: Frame, rows: np.ndarray | None) -> Frame:
-        """A frame over ``rows`` of ``frame`` (the same frame's rows when None or all)."""
+    def _subframe(self, frame: Frame, rows: np.ndarray | None, key: tuple | None = None
+                  ) -> Frame:
+        """A frame over ``rows`` of ``frame`` (the same frame's rows when None or all);
+        ``key`` names it when its rows follow from the launch's proof key alone."""
         if rows is None or rows.shape[0] == frame.size:
-            return Frame(frame, None, frame.pid)
-        return Frame(frame, rows, frame.pid[rows])
+            return Frame(frame, None, frame.pid, key=key)
+        return Frame(frame, rows, frame.pid[rows], key=key)
 
     def _row_flags(self, value: Any, frame: Frame) -> np.ndarray:
         flags = materialize(value).reshape(-1)
@@ -1440,11 +1477,13 @@ class Interpreter:
         return same_values and (not memory or memory == self._written_snapshot())
 
     def _run_on_rows(self, region: Block, frame: Frame, rows: np.ndarray | None,
-                     carried: list[Any], leading: tuple[Any, ...] = ()) -> list[np.ndarray]:
+                     carried: list[Any], leading: tuple[Any, ...] = (),
+                     key: tuple | None = None) -> list[np.ndarray]:
         """Run ``region`` on ``rows`` of ``frame`` (None: every row). Its arguments are
         ``leading`` (already for those rows), then ``carried`` (values for every row,
-        restricted here); returns the values it yields."""
-        inner = self._subframe(frame, rows)
+        restricted here); returns the values it yields. ``key``: the batch's
+        (``Frame.key``), when its rows follow from the proof key alone."""
+        inner = self._subframe(frame, rows, key)
         for arg, value in zip(region.args, leading):
             inner.set(arg, value)
         for arg, value in zip(region.args[len(leading):], carried):
@@ -1475,7 +1514,8 @@ class Interpreter:
             frames = []
             for start in range(0, rows.shape[0], chunk):
                 sel = rows[start:start + chunk]
-                inner = Frame(frame, sel, frame.pid[sel], pooled)
+                inner = Frame(frame, sel, frame.pid[sel], pooled, None if frame.key is None
+                              else (frame.key, id(op), first, start, start + chunk))
                 inner.set(body.args[0], ivs[start:start + chunk])
                 frames.append(inner)
             self._run_chunks(body, frames)
@@ -1513,7 +1553,8 @@ class Interpreter:
             trip = np.repeat(np.arange(steps, dtype=np.int64), n)
             iv = (lo64 if lo64.shape[0] == 1 else lo64[flat]) + \
                 trip * (step64 if step64.shape[0] == 1 else step64[flat])
-            inner = Frame(frame, flat, frame.pid[flat])
+            inner = Frame(frame, flat, frame.pid[flat], key=None if frame.key is None
+                          else (frame.key, id(op), start, start + n))
             inner.set(body.args[0], iv.astype(iv_dtype))
             numbers: dict[int, np.ndarray] = {}
             for inner_op in body.ops:
@@ -1626,7 +1667,8 @@ class Interpreter:
             iv = lo64 + k * step64
             if rows is not None and iv.shape[0] > 1:
                 iv = iv[rows]
-            new = self._run_on_rows(op.body, frame, rows, carried, (iv.astype(iv_dtype),))
+            new = self._run_on_rows(op.body, frame, rows, carried, (iv.astype(iv_dtype),),
+                                    None if frame.key is None else (frame.key, id(op), k))
             carried = _carried_update(carried, new, rows, frame.size)
         for result, value in zip(op.results, carried):
             frame.set(result, value)
@@ -1655,9 +1697,13 @@ class _KernelFacts:
     # some op accesses memory at integer addresses (``dsl.host_memory``): it may
     # reach any tensor, and is checked as it runs, never by the pre-pass
     host_addresses: bool
-    # bounds proofs of earlier launches, by ``proof_key``
+    # ids of the index slice's pure ops, whose results launches of one proof key
+    # replay (``lowering.index_replay``); empty when the kernel does not allow it
+    replayed_ops: frozenset[int]
+    # bounds proofs of earlier launches, by ``proof_key``, with the index values
+    # launches of the key computed
     proofs: dict[tuple, tuple[bool, dict[str, list[tuple[int, int]]],
-                              workers.ThreadingChoice]] = \
+                              workers.ThreadingChoice, IndexValues]] = \
         dataclasses.field(default_factory=dict)
     # id of a ``for`` op -> its dots when it only accumulates dots (``dot_accumulation``)
     dot_loops: dict[int, tuple[Op, ...] | None] = dataclasses.field(default_factory=dict)
@@ -1759,7 +1805,11 @@ def _facts(fn: Function) -> _KernelFacts:
             <= _max_block(fn.body, True),
             _last_uses(fn.body), may_fail,
             None if may_fail or data_loads else flat_form(fn, indices), _dot_operand_loads(fn),
-            _waited_on(fn), fn.host_addresses())
+            _waited_on(fn), fn.host_addresses(),
+            frozenset(id(op) for op in fn.walk() if id(op) in indices and op.results
+                      and op.defn.effect is Effect.PURE and not op.regions)
+            if indices is not None and replayable(fn, bool(data_loads), may_fail,
+                                                  fn.host_addresses()) else frozenset())
         _FACTS[fn] = facts
     return facts
 
