@@ -10,9 +10,11 @@ its data.
 
 Data flow: ``Interpreter.prove_in_bounds`` takes the key's ``IndexValues`` (kept
 with its proof) when ``replayable`` says the kernel allows it. While a launch runs,
-``Interpreter.run_block`` asks ``lookup`` before an index op of a batch with a key:
-a value recorded by an earlier launch of the key is set in the batch and the op is
-skipped; otherwise the op runs and ``record`` keeps what it produced. A batch's key
+``Interpreter.run_block`` asks ``lookup`` before each pure op of the index slice
+(``_KernelFacts.replayed_ops``: never a load or store, which the slice holds too, for
+the pre-pass's checks) in a batch with a key: results recorded by an earlier launch
+of the key are set in the batch and the op is skipped; otherwise the op runs and
+``record`` keeps what it produced. A batch's key
 (``Frame.key``) is its path from the launch's root: each step names the op that made
 the batch and the rows it took (a chunk's row range, a loop's trip), which the proof
 key fixes; a batch made where the rows depend on data has no key, and its ops run.
