@@ -43,7 +43,7 @@ from dsl.ir import Function
 from lowering.lanes import Affine, BoxMask, LaneMask, Lanes, RowRuns
 
 MAX_ARRAY_ELEMENTS = 1 << 16  # larger index arrays are computed again (memory)
-MAX_BYTES = 8 << 20  # recorded bytes per proof key
+MAX_BYTES = 1 << 20  # recorded bytes per proof key (kernels of the gallery: 2-64 KB)
 
 _LAZY = (Lanes, LaneMask, Affine, BoxMask, RowRuns)
 
