@@ -12,7 +12,11 @@ reduction "mean"):
 and vector add at 1K (``examples/vector_add.py``'s ``add`` against ``x + y``, and the
 same add written against ``triton.language`` with pointers, through
 ``dsl.from_triton``, when triton is installed: on NumPy arrays, and on CPU torch
-tensors, as a script under ``DSL_TRITON_INTERPRET=1`` launches it).
+tensors, as a script under ``DSL_TRITON_INTERPRET=1`` launches it), and three small
+2-D kernels the interpreter runs at every launch (no launch plan: reductions, 2-D
+blocks), on an 8x1024 fp32 matrix against their NumPy references: a row sum
+(``benchmarks/bench_kernels.py``'s), ``examples/softmax.py`` and
+``examples/argmax.py``.
 Prints microseconds and the ratios the goals name: kernel <= 50 us and
 op / aten <= 5.
 
@@ -31,7 +35,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
+import argmax as ex_argmax  # noqa: E402
+import softmax as ex_softmax  # noqa: E402
 import vector_add as ex_vector_add  # noqa: E402
+from bench_kernels import row_reduce_host  # noqa: E402
 
 import ops  # noqa: E402
 from dsl.options import Options  # noqa: E402
@@ -96,6 +103,15 @@ def candidates() -> dict[str, Callable[[], object]]:
         "add 1K": lambda: ex_vector_add.add(small, small),
         "add 1K numpy": lambda: ex_vector_add.reference(small, small),
     }
+    rows = rng.standard_normal((8, 1024)).astype(np.float32)
+    fns.update({
+        "row sum 8x1K": lambda: row_reduce_host(rows, False),
+        "row sum 8x1K numpy": lambda: rows.sum(axis=1),
+        "softmax 8x1K": lambda: ex_softmax.softmax(rows),
+        "softmax 8x1K numpy": lambda: ex_softmax.reference(rows),
+        "argmax 8x1K": lambda: ex_argmax.argmax(rows),
+        "argmax 8x1K numpy": lambda: ex_argmax.reference(rows),
+    })
     triton_add = _triton_vector_add()
     if triton_add is not None:  # the same add written against triton.language
         fns["triton add 1K"] = lambda: triton_add[(1,)](small, small, small_out, small.size,
@@ -141,6 +157,9 @@ def main() -> None:
           f"{t['interp'] / t['kernel']:.1f}x faster than interpreting it; "
           f"{t['kernel'] / t['numpy']:.1f}x the NumPy formula")
     print(f"vector add 1K: {t['add 1K'] / t['add 1K numpy']:.1f}x NumPy")
+    for name in ("row sum 8x1K", "softmax 8x1K", "argmax 8x1K"):
+        print(f"{name} (interpreted at each launch): {t[name]:.0f} us, "
+              f"{t[name] / t[name + ' numpy']:.0f}x NumPy")
     if "triton add 1K" in t:
         print(f"the same add as a Triton kernel (pointers): "
               f"{t['triton add 1K'] / t['add 1K numpy']:.1f}x NumPy")
