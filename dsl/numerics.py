@@ -827,7 +827,14 @@ def _tree_sum_rows(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     its own input); once a row has ``_TREE_TAIL_WIDTH`` partial sums or fewer, the
     chunk is transposed so that each remaining level is one long add over all its
     rows instead of a short add per row. Every element meets the same partner at the
-    same level as in ``tree_sum``'s general path, so the bits are the same."""
+    same level as in ``tree_sum``'s general path, so the bits are the same.
+
+    NumPy's slow strided adds are avoided too where rows lie back to back
+    (``_add_row_halves``): a level of a C-contiguous chunk is one contiguous add of the
+    whole chunk and itself shifted by half a row, which pairs every element with its
+    partner (and computes as many sums that straddle two rows, never used), then a copy
+    of the sums kept. For 4096x1024 float32 that took the tree from 3.3-3.6x
+    ``np.sum``'s time to 2.3x (1024x4096: 3.7x to 2.6x)."""
     rows, n = x.shape
     half = 1 << ((n - 1).bit_length() - 1)
     # rows of other lengths carry unpaired elements over: their first level stays row-major
@@ -836,10 +843,21 @@ def _tree_sum_rows(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     out = np.empty(rows, dtype)
     step = max(1, min(rows, _TREE_LEVEL_BYTES // (half * dtype.itemsize)))
     buffers = (np.empty(step * half, dtype), np.empty(step * max(1, inner // 2), dtype))
+    shifted = n == 2 * half and x.flags.c_contiguous
+    scratch = np.empty(step * n, dtype) if shifted else None
     for r0 in range(0, rows, step):
         chunk = x[r0:r0 + step]
         count = chunk.shape[0]
-        if blocks > 1:
+        if scratch is not None:
+            blocked = buffers[0][:blocks * count * inner].reshape(blocks, count, inner)
+            sums = _add_row_halves(chunk, scratch, dtype)
+            np.copyto(blocked, _block_major(sums, inner))
+            width = blocks
+            while width > 1:
+                width //= 2
+                np.add(blocked[:width], blocked[width:2 * width], out=blocked[:width])
+            level = blocked[0]
+        elif blocks > 1:
             blocked = buffers[0][:blocks * count * inner].reshape(blocks, count, inner)
             np.add(_block_major(chunk[:, :half], inner), _block_major(chunk[:, half:], inner),
                    out=blocked, dtype=dtype)
@@ -857,7 +875,10 @@ def _tree_sum_rows(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
         while width > _TREE_TAIL_WIDTH:
             width //= 2
             target = buffers[spare][:count * width].reshape(count, width)
-            np.add(level[:, :width], level[:, width:], out=target)
+            if scratch is not None:  # (``level`` is C-contiguous: a block or a buffer)
+                np.copyto(target, _add_row_halves(level, scratch, dtype))
+            else:
+                np.add(level[:, :width], level[:, width:], out=target)
             level, spare = target, 1 - spare
         tail = np.ascontiguousarray(level.T)  # (width, count)
         while width > 1:
@@ -865,6 +886,23 @@ def _tree_sum_rows(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
             np.add(tail[:width], tail[width:2 * width], out=tail[:width])
         out[r0:r0 + count] = tail[0]
     return out
+
+
+def _add_row_halves(x: np.ndarray, scratch: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """For a C-contiguous ``(rows, 2h)`` ``x``: ``x[:, :h] + x[:, h:]`` in ``dtype``,
+    as a ``(rows, h)`` view of ``scratch`` (at least ``x.size`` elements), by one
+    contiguous add of ``x`` flattened and itself shifted by ``h`` (NumPy adds two
+    contiguous arrays several times faster per element than two strided halves, so
+    computing twice the sums, half of them across two rows and never read, is still
+    quicker). The sums that straddle two rows may overflow: floating-point errors are
+    ignored, as in every interpreted op."""
+    rows, width = x.shape
+    h = width // 2
+    flat = x.reshape(-1)
+    sums = scratch[:rows * width]
+    with ignore_fp_errors():
+        np.add(flat[:rows * width - h], flat[h:], out=sums[:rows * width - h], dtype=dtype)
+    return sums.reshape(rows, width)[:, :h]
 
 
 def _block_major(x: np.ndarray, inner: int) -> np.ndarray:
