@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
@@ -85,6 +85,36 @@ class IndexValues:
                 return
             self.values[key] = tuple(kept)
             self.bytes += size
+
+
+    def derived(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """What ``compute()`` derives from a batch's index values alone (an access's
+        analysis): computed at the key's first launch, then kept. Its arrays are made
+        read-only; it must not hold arrays that anything writes later."""
+        found = self.values.get(key, _ABSENT)
+        if found is not _ABSENT:
+            return found[0]
+        value = compute()
+        size = _frozen_bytes(value)
+        with self._lock:
+            if self.bytes + size <= MAX_BYTES:
+                self.values[key] = (value,)
+                self.bytes += size
+        return value
+
+
+_ABSENT = object()
+
+
+def _frozen_bytes(value: Any) -> int:
+    """The bytes of the arrays in ``value`` (nested in tuples and lists), each made
+    read-only."""
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+        return value.nbytes
+    if isinstance(value, (tuple, list)):
+        return 8 * len(value) + sum(_frozen_bytes(v) for v in value)
+    return 16
 
 
 def _kept(value: Any) -> tuple[Any, int]:

@@ -737,16 +737,21 @@ class Interpreter:
             if recorder is not None:
                 recorder.before(op, frame)
             if id(op) in replayed:
-                key = (frame.key, id(op))
-                found = replay.lookup(key)
-                if found is not None:
-                    for result, value in zip(op.results, found):
-                        frame.set(result, value)
-                    continue
+                self._replay_op(op, frame, replay)
+            else:
                 HANDLERS[op.kind](self, op, frame)
-                replay.record(key, [frame.get(result) for result in op.results])
-                continue
-            HANDLERS[op.kind](self, op, frame)
+
+    def _replay_op(self, op: Op, frame: Frame, replay: IndexValues) -> None:
+        """Run the replayed index op ``op`` on ``frame`` (whose key is not None): set
+        the results recorded for it, or compute and record them."""
+        key = (frame.key, id(op))
+        found = replay.lookup(key)
+        if found is not None:
+            for result, value in zip(op.results, found):
+                frame.set(result, value)
+            return
+        HANDLERS[op.kind](self, op, frame)
+        replay.record(key, [frame.get(result) for result in op.results])
 
     def _pool_buffer(self, op: Op, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
         """The buffer ``op`` wrote in an earlier chunk on this thread, or a new one
@@ -1544,6 +1549,8 @@ class Interpreter:
         merged: list[np.ndarray | None] = [None] * len(dots)
         shareable = self._shareable_loads(op, dots)
         tables = {key: SharedTiles() for key in shareable}
+        # (the body's index ops run once per chunk: replayed like a block's)
+        replay = self.index_values if frame.key is not None and self.only is None else None
         # per dot, the chunks whose two operands are shared: (rows, tile numbers of each)
         deferred: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in dots]
         for start in range(0, size, chunk):
@@ -1565,7 +1572,10 @@ class Interpreter:
                     if found is not None:
                         numbers[id(inner_op)] = found
                         continue
-                HANDLERS[inner_op.kind](self, inner_op, inner)
+                if replay is not None and id(inner_op) in self.replayed_ops:
+                    self._replay_op(inner_op, inner, replay)
+                else:
+                    HANDLERS[inner_op.kind](self, inner_op, inner)
             for j, (d, init) in enumerate(zip(dots, inits)):
                 na, nb = (numbers.get(id(v.owner)) for v in (d.lhs, d.rhs))
                 if na is not None and nb is not None:
@@ -1630,10 +1640,16 @@ class Interpreter:
         index = frame.get(op.index)
         mask = frame.get(op.mask) if op.mask is not None else None
         other = frame.get(op.other) if op.other is not None else None
-        found = distinct_rows(index, mask, other)
+        replay = self.index_values if frame.key is not None else None
+        if replay is None:
+            found = distinct_rows(index, mask, other)
+        else:  # from the index values alone: the same in every launch of the proof key
+            found = replay.derived((frame.key, id(op), "distinct rows"),
+                                   lambda: distinct_rows(index, mask, other))
         if found is None:
             return None
-        check_bounds(self._site(op), index, mask, frame.pid)
+        if not self.proved:
+            check_bounds(self._site(op), index, mask, frame.pid)
         tensor: BoundTensor = frame.get(op.view)
         buffer = self._widened(op, tensor, frame.size) if id(op) in self.wide_loads \
             else tensor.buffer
