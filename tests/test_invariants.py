@@ -356,14 +356,18 @@ def test_tree_sum_in_cache_sized_chunks_is_the_same_tree(axis, monkeypatch):
 @pytest.mark.parametrize("n", [2, 17, 33, 100, 256, 1024])
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 @pytest.mark.parametrize("block_width", [4, 128])
-def test_tree_sum_of_rows_in_chunks_is_the_same_tree(n, dtype, block_width, monkeypatch):
+@pytest.mark.parametrize("shifted", [False, True])
+def test_tree_sum_of_rows_in_chunks_is_the_same_tree(n, dtype, block_width, shifted,
+                                                     monkeypatch):
     """Rows (the last axis) take a scheduled path: chunks of rows, a power-of-two
-    row's first level written block-major, levels into separate buffers, the narrow
-    levels on a transposed copy. Each row's tree is unchanged, with a partial last
-    chunk, on a strided 2-D view and a 3-D operand."""
+    row's first level written block-major, levels into separate buffers (by shifted
+    contiguous adds when ``shifted``), the narrow levels on a transposed copy. Each
+    row's tree is unchanged, with a partial last chunk, on a strided 2-D view and a
+    3-D operand."""
     from dsl import numerics
 
     monkeypatch.setattr(numerics, "_TREE_LEVEL_BYTES", 256)
+    monkeypatch.setattr(numerics, "_TREE_SHIFTED_MIN_BYTES", 0 if shifted else 1 << 60)
     monkeypatch.setattr(numerics, "_TREE_BLOCK_WIDTH", block_width)
     rng = np.random.default_rng(n)
     x = (rng.standard_normal((37, 2 * n)) * 1000).astype(dtype)
@@ -381,10 +385,11 @@ def test_tree_sum_of_rows_in_chunks_is_the_same_tree(n, dtype, block_width, monk
 
 
 def test_contiguous_rows_are_summed_without_strided_adds(monkeypatch):
-    """C-contiguous rows of a power-of-two length take every level above the transposed
-    tail as contiguous adds (``numerics._add_row_halves``: NumPy adds two strided
-    halves several times slower per element). The sums across two rows that this
-    computes and drops raise no floating-point error, even where errors raise."""
+    """C-contiguous rows of a power-of-two length (from ``_TREE_SHIFTED_MIN_BYTES`` on)
+    take every level above the transposed tail as contiguous adds
+    (``numerics._add_row_halves``: NumPy adds two strided halves several times slower
+    per element). The sums across two rows that this computes and drops raise no
+    floating-point error, even where errors raise."""
     from dsl import numerics
 
     strided: list[tuple[int, ...]] = []
@@ -400,6 +405,7 @@ def test_contiguous_rows_are_summed_without_strided_adds(monkeypatch):
             return np.add(*args, **kwargs)
 
     monkeypatch.setattr(numerics, "np", SpyingNumPy())
+    monkeypatch.setattr(numerics, "_TREE_SHIFTED_MIN_BYTES", 1 << 20)
     x = (np.random.default_rng(8).standard_normal((300, 1024)) * 1000).astype(np.float32)
     sign = np.where(np.arange(300) % 2 == 0, 1.0, -1.0).astype(np.float32)
     x[:, 0], x[:, 512] = 3e38 * sign, -3e38 * sign  # a row's own pair sums to 0, and
