@@ -191,15 +191,26 @@ def _max_block(block: Block, nested: bool) -> int:
 _INT64_MAX = np.iinfo(np.int64).max
 
 
-@functools.lru_cache(maxsize=64)
 def _program_ids(gx: int, gy: int, gz: int) -> tuple[np.ndarray, np.ndarray]:
     """A grid's program numbers (int64, in launch order) and ``(n, 3)`` int32 program
-    ids, made once per grid and shared, read-only, by every launch of it."""
-    n = gx * gy * gz
-    ids = np.arange(n, dtype=np.int64)
+    ids, read-only: made once per grid of up to ``_SHARED_GRID_PROGRAMS`` programs and
+    shared by every launch of it (larger ones are made per launch: memory)."""
+    if gx * gy * gz <= _SHARED_GRID_PROGRAMS:
+        return _shared_program_ids(gx, gy, gz)
+    return _new_program_ids(gx, gy, gz)
+
+
+_SHARED_GRID_PROGRAMS = 1 << 16
+
+
+def _new_program_ids(gx: int, gy: int, gz: int) -> tuple[np.ndarray, np.ndarray]:
+    ids = np.arange(gx * gy * gz, dtype=np.int64)
     pid = np.stack([ids % gx, (ids // gx) % gy, ids // (gx * gy)], axis=1).astype(np.int32)
     ids.flags.writeable = pid.flags.writeable = False
     return ids, pid
+
+
+_shared_program_ids = functools.lru_cache(maxsize=64)(_new_program_ids)
 
 
 def _as_int64(a: np.ndarray) -> np.ndarray:

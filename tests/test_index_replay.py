@@ -147,3 +147,14 @@ def test_recorded_values_are_read_only_copies():
         kept[0] = 5
     values.record(("batch", 2), [np.zeros(index_replay.MAX_ARRAY_ELEMENTS + 1)])
     assert values.lookup(("batch", 2)) is None, "too large: computed at every launch"
+
+
+def test_program_ids_of_small_grids_are_made_once_and_read_only(monkeypatch):
+    ids, pid = interpreter._program_ids(3, 2, 2)
+    assert ids.tolist() == list(range(12))
+    assert pid[7].tolist() == [1, 0, 1] and pid.dtype == np.int32  # 7 = 1 + 3 * (0 + 2 * 1)
+    assert not ids.flags.writeable and not pid.flags.writeable
+    assert interpreter._program_ids(3, 2, 2)[1] is pid, "shared by the grid's launches"
+    monkeypatch.setattr(interpreter, "_SHARED_GRID_PROGRAMS", 8)
+    big = interpreter._program_ids(3, 2, 2)[1]
+    assert big is not pid and np.array_equal(big, pid), "a large grid's ids: made per launch"
