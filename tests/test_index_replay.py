@@ -6,20 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_affine_blocks import row_sums  # (launched here with ROWS=4 only)
 from test_invariants import halving_sum
 
 import dsl
 from lowering import index_replay, interpreter
-
-
-@dsl.jit
-def row_sums(x, out, n_rows, n_cols, ROWS: dsl.constexpr, COLS: dsl.constexpr):
-    cols = dsl.arange(0, COLS)[None, :]
-    for r0 in dsl.tile_range(0, n_rows, ROWS):
-        rows = r0 + dsl.arange(0, ROWS)[:, None]
-        v = dsl.load(x, rows * n_cols + cols, (rows < n_rows) & (cols < n_cols), 0.0)
-        r = r0 + dsl.arange(0, ROWS)
-        dsl.store(out, r, dsl.sum(v, 1), r < n_rows)
 
 
 @dsl.jit
