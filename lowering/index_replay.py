@@ -22,7 +22,10 @@ key fixes; a batch made where the rows depend on data has no key, and its ops ru
 Eligible kernels: no index value read from memory (``gather_slice``'s loads), no
 ``if`` or ``while`` (their batches' rows depend on values), nothing that may fail
 part way (a failing launch could leave a batch half recorded: harmless, its missing
-ops run, but such kernels gain nothing), no host addresses.
+ops run, but such kernels gain nothing), no host addresses, and no pure op that reads
+a tensor argument itself rather than its elements (``tensor_address``: a pointer cast
+to an integer is the buffer's address, which the proof key does not fix, and an
+alignment test on it would replay the first launch's answer).
 
 What is kept: the lazy index forms and arrays of at most ``MAX_ARRAY_ELEMENTS``,
 arrays copied and made read-only (the recording launch may reuse one it owns as a
@@ -39,7 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from dsl.ir import Function
+from dsl.ir import Function, ViewType
+from dsl.opdefs import Effect
 from lowering.lanes import Affine, BoxMask, LaneMask, Lanes, RowRuns
 
 MAX_ARRAY_ELEMENTS = 1 << 16  # larger index arrays are computed again (memory)
@@ -53,7 +57,9 @@ def replayable(fn: Function, gathers_indices: bool, may_fail: bool,
     """Whether launches of ``fn`` may replay their index values (see the module doc)."""
     if gathers_indices or may_fail or host_addresses:
         return False
-    return all(op.defn.regions <= 1 and not op.defn.conditional_loop for op in fn.walk())
+    return all(op.defn.regions <= 1 and not op.defn.conditional_loop and not (
+        op.defn.effect is Effect.PURE and any(isinstance(v.type, ViewType) for v in op.operands))
+        for op in fn.walk())
 
 
 class IndexValues:

@@ -4,6 +4,9 @@ fresh interpreter gives, whatever the data."""
 
 from __future__ import annotations
 
+import os
+import textwrap
+
 import numpy as np
 import pytest
 from test_affine_blocks import row_sums  # (launched here with ROWS=4 only)
@@ -149,3 +152,31 @@ def test_program_ids_of_small_grids_are_made_once_and_read_only(monkeypatch):
     monkeypatch.setattr(interpreter, "_SHARED_GRID_PROGRAMS", 8)
     big = interpreter._program_ids(3, 2, 2)[1]
     assert big is not pid and np.array_equal(big, pid), "a large grid's ids: made per launch"
+
+
+def test_a_kernel_reading_a_pointers_address_replays_nothing(kernel_from_source):
+    """A pointer cast to an integer is its buffer's address, which the proof key does
+    not fix: an alignment test on it (a store masked by ``address % 8 == 0``) must
+    follow each launch's tensor, not replay the first launch's answer (found by
+    session 27's hunt)."""
+    if not os.environ.get("CI"):
+        pytest.importorskip("triton")
+    kernel, _ = kernel_from_source("store_if_aligned", textwrap.dedent("""\
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def store_if_aligned(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            o2 = offs[:, None] * 2 + tl.arange(0, 2)[None, :]  # 2-D: no launch plan
+            aligned = (x_ptr.to(tl.int64) % 8) == 0
+            v = tl.load(x_ptr + o2, mask=o2 < n, other=0.0)
+            tl.store(out_ptr + o2, v, mask=(o2 < n) & aligned)
+        """))
+    launch = dsl.from_triton(kernel)
+    for start in (0, 1, 0, 1, 1, 0):  # bases 16-byte aligned: a view from 1 is off by 4
+        x = np.arange(200 + start, dtype=np.float32)[start:start + 100]
+        out = np.full(100, -1.0, np.float32)
+        launch[(2,)](x, out, 100, BLOCK=32)
+        aligned = x.ctypes.data % 8 == 0
+        np.testing.assert_array_equal(out, x if aligned else np.full(100, -1.0, np.float32))
