@@ -853,19 +853,13 @@ def _tree_sum_rows(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     for r0 in range(0, rows, step):
         chunk = x[r0:r0 + step]
         count = chunk.shape[0]
-        if scratch is not None:
+        if scratch is not None or blocks > 1:
             blocked = buffers[0][:blocks * count * inner].reshape(blocks, count, inner)
-            sums = _add_row_halves(chunk, scratch, dtype)
-            np.copyto(blocked, _block_major(sums, inner))
-            width = blocks
-            while width > 1:
-                width //= 2
-                np.add(blocked[:width], blocked[width:2 * width], out=blocked[:width])
-            level = blocked[0]
-        elif blocks > 1:
-            blocked = buffers[0][:blocks * count * inner].reshape(blocks, count, inner)
-            np.add(_block_major(chunk[:, :half], inner), _block_major(chunk[:, half:], inner),
-                   out=blocked, dtype=dtype)
+            if scratch is not None:
+                np.copyto(blocked, _block_major(_add_row_halves(chunk, scratch, dtype), inner))
+            else:
+                np.add(_block_major(chunk[:, :half], inner),
+                       _block_major(chunk[:, half:], inner), out=blocked, dtype=dtype)
             width = blocks
             while width > 1:
                 width //= 2

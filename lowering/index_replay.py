@@ -9,7 +9,7 @@ again (lazy ``Lanes``/``Affine`` forms, masks, broadcasts) around a few NumPy ca
 its data.
 
 Data flow: ``Interpreter.prove_in_bounds`` takes the key's ``IndexValues`` (kept
-with its proof) when ``replayable`` says the kernel allows it. While a launch runs,
+with its proof) when the kernel allows it (``replayed_ops``). While a launch runs,
 ``Interpreter.run_block`` asks ``lookup`` before each pure op of the index slice
 (``_KernelFacts.replayed_ops``: never a load or store, which the slice holds too, for
 the pre-pass's checks) in a batch with a key: results recorded by an earlier launch
@@ -52,14 +52,21 @@ MAX_BYTES = 1 << 20  # recorded bytes per proof key (kernels of the gallery: 2-6
 _LAZY = (Lanes, LaneMask, Affine, BoxMask, RowRuns)
 
 
-def replayable(fn: Function, gathers_indices: bool, may_fail: bool,
-               host_addresses: bool) -> bool:
-    """Whether launches of ``fn`` may replay their index values (see the module doc)."""
-    if gathers_indices or may_fail or host_addresses:
-        return False
-    return all(op.defn.regions <= 1 and not op.defn.conditional_loop and not (
-        op.defn.effect is Effect.PURE and any(isinstance(v.type, ViewType) for v in op.operands))
-        for op in fn.walk())
+def replayed_ops(fn: Function, index_slice: set[int] | None, gathers_indices: bool,
+                 may_fail: bool, host_addresses: bool) -> frozenset[int]:
+    """The ids of the ops whose results launches of ``fn`` replay: the index slice's
+    pure ops with results and no regions; none when the kernel is not eligible (see
+    the module doc)."""
+    if index_slice is None or gathers_indices or may_fail or host_addresses:
+        return frozenset()
+    ops = list(fn.walk())
+    if not all(op.defn.regions <= 1 and not op.defn.conditional_loop and not (
+            op.defn.effect is Effect.PURE and any(isinstance(v.type, ViewType)
+                                                  for v in op.operands))
+               for op in ops):
+        return frozenset()
+    return frozenset(id(op) for op in ops if id(op) in index_slice and op.results
+                     and op.defn.effect is Effect.PURE and not op.regions)
 
 
 class IndexValues:

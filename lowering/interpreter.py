@@ -71,7 +71,7 @@ from dsl.options import Options
 from dsl.views import same_elements
 from lowering import workers
 from lowering.buffers import borrow, give_back, scratch
-from lowering.index_replay import IndexValues, replayable
+from lowering.index_replay import IndexValues, replayed_ops
 from lowering.lanes import (
     Affine,
     BoxedValues,
@@ -1825,6 +1825,7 @@ def _facts(fn: Function) -> _KernelFacts:
             indices, data_loads = gathered
         may_fail = any(op.defn.effect is Effect.IO for op in fn.walk()) or \
             checks_at_run_time(fn)
+        host_addresses = fn.host_addresses()
         facts = _KernelFacts(
             fn.tensors_read(), fn.tensors_written(), indices, data_loads,
             frozenset(op.tensor for op in fn.walk() if id(op) in data_loads),
@@ -1832,11 +1833,8 @@ def _facts(fn: Function) -> _KernelFacts:
             <= _max_block(fn.body, True),
             _last_uses(fn.body), may_fail,
             None if may_fail or data_loads else flat_form(fn, indices), _dot_operand_loads(fn),
-            _waited_on(fn), fn.host_addresses(),
-            frozenset(id(op) for op in fn.walk() if id(op) in indices and op.results
-                      and op.defn.effect is Effect.PURE and not op.regions)
-            if indices is not None and replayable(fn, bool(data_loads), may_fail,
-                                                  fn.host_addresses()) else frozenset())
+            _waited_on(fn), host_addresses,
+            replayed_ops(fn, indices, bool(data_loads), may_fail, host_addresses))
         _FACTS[fn] = facts
     return facts
 
