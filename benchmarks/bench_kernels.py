@@ -8,7 +8,7 @@ under 2 ms is timed over runs of calls that fill 2 ms (the mean per call of the 
 run), since a single call of a few microseconds is mostly timer and cache noise. Row
 sum and row max are small kernels defined here; everything else is the gallery's.
 
-    python benchmarks/bench_kernels.py [--repeat 3] [--quick]
+    python benchmarks/bench_kernels.py [--repeat 3] [--quick] [--only 'vector add']
 """
 
 from __future__ import annotations
@@ -110,16 +110,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
+    parser.add_argument("--only", metavar="TEXT",
+                        help="only the kernels whose name contains TEXT (the geometric mean "
+                             "is then theirs)")
     args = parser.parse_args()
     print(f"{'kernel':<28} {'interp ms':>10} {'numpy ms':>10} {'interp/numpy':>13}")
     ratios = []
     for name, interp, numpy_fn in cases(args.quick):
+        if args.only and args.only not in name:
+            continue
         # a kernel under 2 ms is timed over runs of calls (see ``best_of``)
         t = best_of({"interp": interp, "numpy": numpy_fn}, args.repeat, min_sample=0.002)
         ratio = t["interp"] / t["numpy"]
         ratios.append(ratio)
         print(f"{name:<28} {t['interp'] * 1e3:>10.2f} {t['numpy'] * 1e3:>10.2f} {ratio:>13.2f}",
               flush=True)
+    if not ratios:
+        parser.error(f"no kernel's name contains {args.only!r}")
     geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
     print(f"{'geometric mean':<28} {'':>10} {'':>10} {geomean:>13.2f}")
 

@@ -45,7 +45,7 @@ from dsl.frontend import (
     TensorSpec,
     build_ir,
 )
-from dsl.hot_launch import HotLauncher, hot_launcher
+from dsl.hot_launch import HotLauncher, KernelHooks, hot_launcher
 from dsl.ir import Function, Param
 from dsl.language import SUB_VECTOR_BLOCKS
 from dsl.launch_cache import (
@@ -183,12 +183,13 @@ class JITFunction(InlinableKernel):
         # exact_call_key -> the replay a call with that key ran (the hot path)
         self._exact_replays: dict[tuple, ExactEntry] = {}
         # the hot launcher of the last exact key that repeated (dsl.hot_launch)
-        self._hot: Callable[[tuple[Any, ...], dict[str, Any], Any], bool] | None = None
+        self._hot: HotLauncher | None = None
         self._call_shapes: dict[tuple, CallShape | None] = {}
         # what the built specializations read outside the kernel that the user's code
         # may rebind, as (read, seen) pairs (``ir_cache.watch``): a launch that finds
         # one changed forgets every specialization (``_forget_if_rebound``)
         self._watched: dict[tuple, tuple[Callable[[], Any], Any]] = {}
+        self._hooks = KernelHooks(self._watched, self._forget_if_rebound, self._grid_call)
         functools.update_wrapper(self, fn)
 
     @property
@@ -199,22 +200,32 @@ class JITFunction(InlinableKernel):
         return f"<dsl.jit kernel {self.name}>"
 
     def __getitem__(self, grid: Grid) -> Callable[..., None]:
+        hot = self._hot
+        if hot is not None and hot.fits_grid(grid):
+            return hot.call  # the hot launcher's own entry point (dsl.hot_launch)
+
         def launch(*args: Any, **kwargs: Any) -> None:
-            if self._watched:
-                self._forget_if_rebound()
-            if kwargs and ("options" in kwargs or "backend" in kwargs) and \
-                    not self._takes_per_call_names:
-                # ``kernel[grid](..., options=, backend=)``: per-call settings, as in
-                # ``launch()`` (unless the kernel has parameters of those names)
-                settings = {k: kwargs.pop(k) for k in _PER_CALL if k in kwargs}
-                options = settings.get("options")
-                _check_options(self.name, options)
-                self._launch(args, kwargs, grid, settings.get("backend"), options)
-                return
-            hot = self._hot  # (dsl.hot_launch) tried here: one call less per launch
-            if hot is None or not hot(args, kwargs, grid):
-                self._launch(args, kwargs, grid, hot_tried=True)
+            self._grid_call(args, kwargs, grid)
         return launch
+
+    def _grid_call(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Grid,
+                   tried: HotLauncher | None = None) -> None:
+        """``kernel[grid](*args, **kwargs)``; ``tried``: a hot launcher that did not fit
+        the call (not tried again)."""
+        if self._watched:
+            self._forget_if_rebound()
+        if kwargs and ("options" in kwargs or "backend" in kwargs) and \
+                not self._takes_per_call_names:
+            # ``kernel[grid](..., options=, backend=)``: per-call settings, as in
+            # ``launch()`` (unless the kernel has parameters of those names)
+            settings = {k: kwargs.pop(k) for k in _PER_CALL if k in kwargs}
+            options = settings.get("options")
+            _check_options(self.name, options)
+            self._launch(args, kwargs, grid, settings.get("backend"), options)
+            return
+        hot = self._hot  # (dsl.hot_launch) tried here: one call less per launch
+        if hot is None or hot is tried or not hot.run(args, kwargs, grid):
+            self._launch(args, kwargs, grid, hot_tried=True)
 
     @functools.cached_property
     def _takes_per_call_names(self) -> bool:
@@ -232,11 +243,18 @@ class JITFunction(InlinableKernel):
                 break
         else:
             return
+        # a caller may hold a hot launcher's ``call`` (``kernel[grid]``): it must not
+        # run the forgotten plan again
+        for entry in self._exact_replays.values():
+            if entry.hot:
+                entry.hot.retire()
+        if self._hot is not None:
+            self._hot.retire()
         self._cache.clear()
         self._recipes.clear()
         self._exact_replays.clear()
         self._hot = None
-        self._watched = {}
+        self._watched.clear()  # (hot launchers hold this dict)
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         self._launch(args, kwargs, None)
@@ -437,7 +455,7 @@ class JITFunction(InlinableKernel):
             self._forget_if_rebound()
         hot = self._hot
         if hot is not None and not hot_tried and backend is None and options is None \
-                and hot(args, kwargs, grid):
+                and hot.run(args, kwargs, grid):
             return  # the call fits the kernel's hot launcher (dsl.hot_launch)
         exact = None
         if backend is None and options is None and _PLANS.get() is None:
@@ -453,9 +471,9 @@ class JITFunction(InlinableKernel):
                 if entry is not None and entry.replay((*args, *kwargs.values())):
                     if entry.hot is None:  # the key repeated: it gets a hot launcher
                         entry.hot = hot_launcher(entry.replay, args, kwargs, grid,
-                                                 _PLANS.get) or False
+                                                 _PLANS.get, self._hooks) or False
                     if entry.hot:
-                        self._hot = entry.hot.run
+                        self._hot = entry.hot
                     return
         options = options or Options.from_env()
         if backend is not None:

@@ -345,6 +345,35 @@ def test_rebinding_a_global_or_helper_is_seen_by_the_next_launch(tmp_path, monke
     assert launch() == 110.0
 
 
+def test_a_held_hot_launch_sees_a_rebound_global(tmp_path, monkeypatch, kernel_from_source):
+    """``kernel[grid]`` of a hot kernel is its hot launcher's own launch, which a caller
+    may keep: it must not run the plan its kernel forgot, whether it is the launch that
+    finds the global rebound or another launch of the kernel found it first."""
+    monkeypatch.setenv("DSL_CACHE_DIR", str(tmp_path / "cache"))
+    kernel, _ = kernel_from_source("shifted", REBOUND)
+    scope = kernel.fn.__globals__
+    x = np.zeros(8, np.float32)
+
+    def through(launch) -> float:
+        out = np.zeros(8, np.float32)
+        launch(x, out, N=8)
+        return float(out[0])
+
+    def held() -> object:
+        assert [through(kernel[(1,)]) for _ in range(3)] == [through(kernel[(1,)])] * 3
+        launch = kernel[(1,)]
+        assert launch is kernel._hot.call, "the key repeated: indexing gives its launch"
+        return launch
+
+    first = held()
+    scope["SHIFT"] = 10.0
+    assert through(first) == 11.0  # this launch finds the rebound global
+    second = held()
+    scope["SHIFT"] = 20.0
+    assert through(kernel) == 21.0  # another launch finds it
+    assert through(second) == 21.0 and through(first) == 21.0
+
+
 CONTAINERS = textwrap.dedent('''
     import dsl
 

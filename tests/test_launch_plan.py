@@ -94,20 +94,13 @@ def hot_runs(monkeypatch):
 
 
 def _count_hot_runs(monkeypatch, jit_module, count: dict[str, int]) -> dict[str, int]:
-    from dsl.hot_launch import HotLauncher
-
     make = jit_module.hot_launcher
 
-    def counted_launcher(*args, **kwargs):
-        launcher = make(*args, **kwargs)
-        if launcher is None:
-            return None
+    def ran() -> None:
+        count["n"] += 1
 
-        def run(*call):
-            ran = launcher.run(*call)
-            count["n"] += ran
-            return ran
-        return HotLauncher(launcher.source, run)
+    def counted_launcher(*args, **kwargs):
+        return make(*args, **kwargs, on_run=ran)
 
     monkeypatch.setattr(jit_module, "hot_launcher", counted_launcher)
     return count
@@ -691,6 +684,85 @@ def test_a_hot_launcher_tells_a_zero_from_a_negative_zero(hot_runs):
         kernel[(1,)](x, out, 64, s, BLOCK=64)
         np.testing.assert_array_equal(out.view(np.uint32), (x * np.float32(s)).view(np.uint32))
     assert hot_runs["n"] == 1, "the third 0.0 made the launcher; -0.0 missed it; 0.0 ran it"
+
+
+def test_indexing_a_hot_kernel_with_its_grid_gives_the_launch_itself(hot_runs):
+    """``kernel[grid]`` for the hot launcher's grid is its ``call``: no closure per
+    indexing, no wrapper around the guard (most of a 1K vector add's Python). Other
+    grids, and grids equal to it but of other types, get the kernel's own path."""
+    kernel, x = _hot_scale_kernel()
+    launch = kernel[(2,)]
+    assert launch is kernel[(2,)] is kernel._hot.call
+    assert kernel[(1,)] is not launch and kernel[(2.0,)] is not launch
+    assert kernel[(np.array([2, 2]),)] is not launch  # (no ``==`` on the array)
+    before = hot_runs["n"]
+    for scale in (0.5, 0.5, 0.25):
+        out = np.empty(300, np.float32)
+        launch(x, out, 300, scale, BLOCK=128)
+        np.testing.assert_array_equal(out, x * np.float32(scale))
+    assert hot_runs["n"] == before + 2, "the other scale left the launcher for the key path"
+
+
+HELD_MISSES = {
+    "too few arguments": lambda x, out: ((x, out), {}),
+    "a positional one by name": lambda x, out: ((x, out), {"n": 300, "s": 0.5, "BLOCK": 128}),
+    "an unknown keyword": lambda x, out: ((x, out, 300, 0.5), {"BLOCK": 128, "other": 1}),
+    "per-call options": lambda x, out: ((x, out, 300, 0.5),
+                                        {"BLOCK": 128, "options": Options()}),
+    "a per-call backend": lambda x, out: ((x, out, 300, 0.5),
+                                          {"BLOCK": 128, "backend": "interpreter"}),
+}
+
+
+@pytest.mark.parametrize("change", HELD_MISSES)
+def test_a_call_the_held_launch_does_not_fit_takes_the_kernels_own_path(change, hot_runs):
+    """The launch ``kernel[grid]`` gave binds its arguments by position and keyword
+    name; a call of another form falls back to the kernel's path with its arguments as
+    given, so it runs or fails exactly as on a kernel with no hot launcher."""
+    kernel, x = _hot_scale_kernel()
+    outcomes = []
+    for launch in (kernel[(2,)], dsl.jit(_scale)[(2,)]):
+        out = np.zeros(300, np.float32)
+        args, kwargs = HELD_MISSES[change](x, out)
+        before = hot_runs["n"]
+        try:
+            launch(*args, **kwargs)
+            outcomes.append(out)
+        except Exception as exc:  # noqa: BLE001 -- compared between the two kernels
+            outcomes.append(f"{type(exc).__name__}: {exc}")
+        assert hot_runs["n"] == before
+    if isinstance(outcomes[0], str):
+        assert outcomes[0] == outcomes[1]
+    else:
+        np.testing.assert_array_equal(outcomes[0], outcomes[1])
+        np.testing.assert_array_equal(outcomes[0], x * np.float32(0.5))
+
+
+def _plain_add(x, out, n, a0, BLOCK: dsl.constexpr):
+    for start in dsl.tile_range(0, n, BLOCK):
+        idx = start + dsl.arange(0, BLOCK)
+        dsl.store(out, idx, dsl.load(x, idx, idx < n) + a0, idx < n)
+
+
+def _typed_add(x, out, n, ndarray, BLOCK: dsl.constexpr):
+    for start in dsl.tile_range(0, n, BLOCK):
+        idx = start + dsl.arange(0, BLOCK)
+        dsl.store(out, idx, dsl.load(x, idx, idx < n) + ndarray, idx < n)
+
+
+@pytest.mark.parametrize("body", [_plain_add, _typed_add])
+def test_a_keyword_named_like_a_name_of_the_launch_still_runs_hot(body, hot_runs):
+    """The launch binds the key's keywords as parameters of their own names; one
+    named like a name the generated code uses (its positional ``a0``, ... or a global
+    such as ``ndarray``) would shadow it, so such a key binds ``*args, **kwargs``."""
+    kernel = dsl.jit(body)
+    name = "a0" if body is _plain_add else "ndarray"
+    x = np.linspace(-1, 1, 100, dtype=np.float32)
+    for _ in range(4):
+        out = np.empty(100, np.float32)
+        kernel[(2,)](x, out, 100, **{name: 2.0}, BLOCK=64)
+        np.testing.assert_array_equal(out, x + np.float32(2.0))
+    assert hot_runs["n"] == 1 and "def call(*args, **kwargs):" in kernel._hot.source
 
 
 @dsl.jit
