@@ -123,7 +123,7 @@ def main() -> None:
         t = best_of({"interp": interp, "numpy": numpy_fn}, args.repeat, min_sample=0.002)
         ratio = t["interp"] / t["numpy"]
         ratios.append(ratio)
-        print(f"{name:<28} {t['interp'] * 1e3:>10.2f} {t['numpy'] * 1e3:>10.2f} {ratio:>13.2f}",
+        print(f"{name:<28} {t['interp'] * 1e3:>10.4g} {t['numpy'] * 1e3:>10.4g} {ratio:>13.2f}",
               flush=True)
     if not ratios:
         parser.error(f"no kernel's name contains {args.only!r}")
