@@ -169,17 +169,22 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, dtype: DType) -> np.ndar
     return result if dtype.bits == 32 else result.astype(dtype.np)
 
 
-def maximum_number(a: np.ndarray, b: np.ndarray, *, dtype: DType) -> np.ndarray:
-    """IEEE maxNum (a NaN operand is ignored), as compiled code computes it."""
-    return _extreme_number(np.fmax, a, b, dtype)
+def maximum_number(a: np.ndarray, b: np.ndarray, *, dtype: DType,
+                   out: np.ndarray | None = None) -> np.ndarray:
+    """IEEE maxNum (a NaN operand is ignored), as compiled code computes it; ``out``
+    (the result's shape and dtype, possibly an operand) may receive the result."""
+    return _extreme_number(np.fmax, a, b, dtype, out)
 
 
-def minimum_number(a: np.ndarray, b: np.ndarray, *, dtype: DType) -> np.ndarray:
-    """IEEE minNum (a NaN operand is ignored), as compiled code computes it."""
-    return _extreme_number(np.fmin, a, b, dtype)
+def minimum_number(a: np.ndarray, b: np.ndarray, *, dtype: DType,
+                   out: np.ndarray | None = None) -> np.ndarray:
+    """IEEE minNum (a NaN operand is ignored), as compiled code computes it; ``out``
+    as for ``maximum_number``."""
+    return _extreme_number(np.fmin, a, b, dtype, out)
 
 
-def _extreme_number(ufunc: np.ufunc, a: np.ndarray, b: np.ndarray, dtype: DType) -> np.ndarray:
+def _extreme_number(ufunc: np.ufunc, a: np.ndarray, b: np.ndarray, dtype: DType,
+                    out: np.ndarray | None = None) -> np.ndarray:
     """``ufunc`` (``np.fmax``/``np.fmin``) with the choices IEEE leaves open made as
     compiled code makes them (LLVM's ``maxnum``/``minnum`` on this CPU, measured;
     NumPy's own choice differs):
@@ -190,10 +195,14 @@ def _extreme_number(ufunc: np.ufunc, a: np.ndarray, b: np.ndarray, dtype: DType)
     - compiled float16 code returns the second of equal operands and the first of
       two NaNs.
 
-    Integers have no such choice."""
-    result = ufunc(a, b)
-    if dtype.kind != "float":
-        return result
+    Integers have no such choice, nor do operands whose first one holds neither a
+    zero nor a NaN: that is told by its minimum (and maximum), which allocate nothing,
+    instead of testing the result's every lane (those tests allocated two masks per
+    call; fresh memory is mostly page faults: 16M-element BCE backward spent half its
+    time in them)."""
+    if dtype.kind != "float" or _neither_zero_nor_nan(a):
+        return ufunc(a, b) if out is None else ufunc(a, b, out=out)
+    result = ufunc(a, b)  # (not into ``out``: it may be an operand, read again below)
     tie_pick, nan_pick = (b, a) if dtype.name == "float16" else (a, b)
     # equal nonzero operands have the same bits: only a zero result can be a choice
     zero = result == 0
@@ -203,6 +212,17 @@ def _extreme_number(ufunc: np.ufunc, a: np.ndarray, b: np.ndarray, dtype: DType)
     if both_nan.any():
         result = np.where(both_nan, nan_pick, result)
     return result
+
+
+def _neither_zero_nor_nan(x: np.ndarray) -> bool:
+    """Whether no element of the float array ``x`` is +-0.0 or a NaN (by one or two
+    reductions: a minimum is a NaN when some element is)."""
+    if np.size(x) == 0:
+        return True
+    low = np.min(x)
+    if low > 0:
+        return True
+    return not np.isnan(low) and np.max(x) < 0
 
 
 def _blend(mask: np.ndarray, pick: np.ndarray, result: np.ndarray) -> np.ndarray:

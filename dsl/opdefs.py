@@ -134,6 +134,9 @@ class Elementwise:
     result: str  # "same" (the operand dtype) or "bool"
     numpy: Callable[..., np.ndarray]
     ufunc: np.ufunc | None = None  # when ``numpy`` is exactly this ufunc: callers may pass out=
+    # ``numpy`` also takes ``out=``: a buffer of the result's shape and dtype (possibly
+    # an operand) that it may write the result into
+    numpy_out: bool = False
     fp32_math: bool = False  # a 16-bit operand computes in fp32 and rounds back
     fp32_when_16bit: bool = False  # 16-bit operands promote to fp32 (semantic rule 4)
     neutral: int | None = None  # integer identity element (``x op neutral == x``)
@@ -723,11 +726,11 @@ _ELEMENTWISE = [
     _ew("eq", Elementwise("==", "{0} == {1}", _NUM, "bool", _binary(np.equal)), "a == b"),
     _ew("ne", Elementwise("!=", "{0} != {1}", _NUM, "bool", _binary(np.not_equal)), "a != b"),
     _ew("maximum", Elementwise("maximum", "tl.maximum({0}, {1})", _NUM, "same",
-                               nm.maximum_number),
+                               nm.maximum_number, numpy_out=True),
         "IEEE maxNum: a NaN operand is ignored (Triton's propagate_nan=NONE); between "
         "+0.0 and -0.0, and between two NaNs, compiled code's choice"),
     _ew("minimum", Elementwise("minimum", "tl.minimum({0}, {1})", _NUM, "same",
-                               nm.minimum_number),
+                               nm.minimum_number, numpy_out=True),
         "IEEE minNum; the same choices as maximum"),
     _ew("neg", Elementwise("-", "-{0}", ("float", "int"), "same", _unary(nm.triton_minus)),
         "-x, computed as 0 - x (Triton's unary minus): -(+0.0) is +0.0, a NaN keeps its sign"),

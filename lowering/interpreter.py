@@ -553,13 +553,14 @@ class Interpreter:
         opdef = op.defn.elementwise
         assert opdef is not None
         out = None
-        if opdef.ufunc is not None and op.result.dtype == dtype:
+        if (opdef.ufunc is not None or opdef.numpy_out) and op.result.dtype == dtype:
             out = self._reusable(op, frame, arrays)
             if out is None and frame.pooled:
                 shape = np.broadcast_shapes(*(a.shape for a in arrays))
                 out = self._pool_buffer(op, shape, op.result.dtype.np)
         if out is not None:
-            result = opdef.ufunc(*arrays, out=out)
+            result = opdef.ufunc(*arrays, out=out) if opdef.ufunc is not None else \
+                opdef.numpy(*arrays, dtype=dtype, out=out)
         else:
             result = np.asarray(opdef.numpy(*arrays, dtype=dtype))
             if result.dtype != op.result.dtype.np:
