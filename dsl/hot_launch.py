@@ -39,8 +39,9 @@ repeated). The source defines two entry points over the same guard and plan:
   no wrapper call around the guard and no grid test (for a 1K-element vector add
   those were ~0.4 us of ~2.7). It first runs the kernel's test for rebound globals
   (``JITFunction._forget_if_rebound``, when it watches any), then falls back to the
-  kernel's own path (``fallback``) when the launcher was retired (``retire``: the
-  kernel forgot its specializations) or the guard fails.
+  kernel's own path (``fallback``) when the kernel forgot its specializations since
+  the launcher was made (its ``generation`` moved on: every launcher it ever made is
+  then out of date, held ones included) or the guard fails.
 
 Keys with NaN floats get no launcher: their exact-key path stays the only fast path.
 """
@@ -72,12 +73,6 @@ class HotLauncher:
     fits_grid: Callable[[Any], bool]
     namespace: dict[str, Any] = field(repr=False, compare=False)  # the functions' globals
 
-    def retire(self) -> None:
-        """From now on ``call`` takes the kernel's own path (``run`` is the kernel's to
-        stop trying): its specializations were forgotten while a caller may still hold
-        ``call``."""
-        self.namespace["RETIRED"] = True
-
 
 @dataclass(frozen=True)
 class KernelHooks:
@@ -85,6 +80,9 @@ class KernelHooks:
 
     watched: dict[Any, Any]  # non-empty: ``forget_if_rebound`` must run at each launch
     forget_if_rebound: Callable[[], None]
+    # ``[n]``: how many times the kernel forgot its specializations (a launcher made at
+    # another count runs nothing: its plan may read what was rebound)
+    generation: list[int]
     # ``kernel[grid](*args, **kwargs)`` on the kernel's own path, for a call ``call``
     # does not fit: (args, kwargs, grid, the launcher, not to be tried again)
     fallback: Callable[[tuple[Any, ...], dict[str, Any], Any, HotLauncher], None]
@@ -211,7 +209,8 @@ def hot_launcher(replay: Replay, args: tuple[Any, ...], kwargs: dict[str, Any], 
         lines.append("    ON_RUN()")
     source = _entry_points(lines, grid, bool(kernel.watched), len(args), list(kwargs))
     constants.update(WATCHED=kernel.watched, FORGET=kernel.forget_if_rebound,
-                     FALLBACK=kernel.fallback, RETIRED=False, MISSING=_MISSING,
+                     FALLBACK=kernel.fallback, GENERATION=kernel.generation,
+                     BORN=kernel.generation[0], MISSING=_MISSING,
                      GIVEN=_given)
     if set(constants) & set(plan.namespace):
         return None  # (the plan's globals are lower case: never met)
@@ -226,7 +225,8 @@ def hot_launcher(replay: Replay, args: tuple[Any, ...], kwargs: dict[str, Any], 
 _FAIL = "<fail>"  # where the guard gives up, in the lines ``_entry_points`` renders
 _MISSING = object()  # an argument ``call`` was not given
 # names ``call`` uses besides those of the guard's lines
-_CALL_NAMES = {"MISSING", "RETIRED", "FALLBACK", "GIVEN", "HOT", "GRID", "WATCHED", "FORGET",
+_CALL_NAMES = {"MISSING", "GENERATION", "BORN", "FALLBACK", "GIVEN", "HOT", "GRID", "WATCHED",
+               "FORGET",
                "rest_", "more_"}
 
 
@@ -270,7 +270,7 @@ def _entry_points(lines: list[str], grid: Any, watched: bool, positional: int,
         signature += (", " if signature else "") + ", ".join(
             ["*rest_", *(f"{k}=MISSING" for k in keywords), "**more_"])
         last = [names[positional - 1]] if positional else []
-        missing = " or ".join(["RETIRED", "rest_", "more_",
+        missing = " or ".join(["GENERATION[0] != BORN", "rest_", "more_",
                                *(f"{v} is MISSING" for v in [*last, *keywords])])
         as_given = (f"*GIVEN(({''.join(f'{n}, ' for n in names[:positional])}), rest_, "
                     f"{{{', '.join(f'{k!r}: {k}' for k in keywords)}}}, more_)")
@@ -286,7 +286,7 @@ def _entry_points(lines: list[str], grid: Any, watched: bool, positional: int,
         call = ["def call(*args, **kwargs):"]
         if watched:
             call += ["    if WATCHED:", "        FORGET()"]
-        call += [f"    if RETIRED or {arity}:", f"        return FALLBACK({bound}, GRID, HOT)",
+        call += [f"    if GENERATION[0] != BORN or {arity}:", f"        return FALLBACK({bound}, GRID, HOT)",
                  *unpack]
     call += [line.replace(_FAIL, f"return FALLBACK({bound}, GRID, HOT)") for line in lines]
     return "\n".join(["def fits_grid(grid):", f"    return {fits}", "", *run, "", *call]) + "\n"

@@ -189,7 +189,9 @@ class JITFunction(InlinableKernel):
         # may rebind, as (read, seen) pairs (``ir_cache.watch``): a launch that finds
         # one changed forgets every specialization (``_forget_if_rebound``)
         self._watched: dict[tuple, tuple[Callable[[], Any], Any]] = {}
-        self._hooks = KernelHooks(self._watched, self._forget_if_rebound, self._grid_call)
+        self._generation = [0]  # times the kernel forgot its specializations
+        self._hooks = KernelHooks(self._watched, self._forget_if_rebound, self._generation,
+                                  self._grid_call)
         functools.update_wrapper(self, fn)
 
     @property
@@ -243,13 +245,9 @@ class JITFunction(InlinableKernel):
                 break
         else:
             return
-        # a caller may hold a hot launcher's ``call`` (``kernel[grid]``): it must not
-        # run the forgotten plan again
-        for entry in self._exact_replays.values():
-            if entry.hot:
-                entry.hot.retire()
-        if self._hot is not None:
-            self._hot.retire()
+        # a caller may hold a hot launcher's ``call`` (``kernel[grid]``), of a key this
+        # kernel still remembers or not: none may run a forgotten plan again
+        self._generation[0] += 1
         self._cache.clear()
         self._recipes.clear()
         self._exact_replays.clear()

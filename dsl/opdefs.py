@@ -212,6 +212,9 @@ class OpDef:
     lanewise: bool = False
     index_roles: tuple[str, ...] | None = None  # None: every operand
     elementwise: Elementwise | None = None
+    # the result may be its "source" operand's memory seen another way (the
+    # interpreter gives a NumPy view): overwriting the source in place changes it
+    view: bool = False
 
     @property
     def is_elementwise(self) -> bool:
@@ -794,27 +797,31 @@ _STRUCTURAL = [
           attrs=("dtype",), lanewise=True),
     OpDef("bitcast", Signature(("source",)), Effect.PURE, _check_bitcast,
           "reinterpret the bits as attrs['dtype'] (same width; .to(dtype, bitcast=True))",
-          attrs=("dtype",), lanewise=True),
+          attrs=("dtype",), lanewise=True, view=True),
     OpDef("broadcast", Signature(("source",)), Effect.PURE, _check_broadcast,
-          "NumPy broadcast to the result's shape (leading unit axes added)", lanewise=True),
+          "NumPy broadcast to the result's shape (leading unit axes added)", lanewise=True,
+          view=True),
     OpDef("expand_dims", Signature(("source",)), Effect.PURE, _check_expand_dims,
-          "a unit axis inserted at attrs['axis']", attrs=("axis",)),
+          "a unit axis inserted at attrs['axis']", attrs=("axis",), view=True),
     OpDef("reshape", Signature(("source",)), Effect.PURE, _check_reshape,
-          "the same elements in row-major order, in attrs['shape']", attrs=("shape",)),
+          "the same elements in row-major order, in attrs['shape']", attrs=("shape",),
+          view=True),
     OpDef("permute", Signature(("source",)), Effect.PURE, _check_permute,
-          "axes reordered: result axis i is source axis attrs['dims'][i]", attrs=("dims",)),
+          "axes reordered: result axis i is source axis attrs['dims'][i]", attrs=("dims",),
+          view=True),
     OpDef("cat", _BINARY, Effect.PURE, _check_cat,
           "1-D blocks concatenated: lhs, then rhs"),
     OpDef("join", _BINARY, Effect.PURE, _check_join,
           "a new minor axis of 2: result[..., 0] = lhs, result[..., 1] = rhs"),
     OpDef("split", Signature(("source",)), Effect.PURE, _check_split,
-          "the two halves of a minor axis of 2 (join's inverse): two results", results=2),
+          "the two halves of a minor axis of 2 (join's inverse): two results", results=2,
+          view=True),
     OpDef("flip", Signature(("source",)), Effect.PURE, _check_flip,
-          "the elements reversed along attrs['axis']", attrs=("axis",)),
+          "the elements reversed along attrs['axis']", attrs=("axis",), view=True),
     OpDef("extract_slice", Signature(("source",), variadic="offsets"), Effect.PURE,
           _check_extract_slice, "the attrs['sizes'] block of source starting at the offsets "
           "(runtime scalars), every attrs['strides']-th element (triton-ascend's "
-          "extract_slice)", attrs=("sizes", "strides")),
+          "extract_slice)", attrs=("sizes", "strides"), view=True),
     OpDef("insert_slice", Signature(("dest", "sub"), variadic="offsets"), Effect.PURE,
           _check_insert_slice, "dest with sub written at the offsets, every "
           "attrs['strides']-th element (triton-ascend's insert_slice)",
@@ -918,7 +925,7 @@ _STRUCTURAL = [
           results=-1, regions=1, isolated_regions=True, reads_operand_buffers=True),
     OpDef("hint", Signature(("source",)), Effect.PURE, _check_hint,
           "the source unchanged, with a compiler hint (attrs['hint'], attrs['values']) for "
-          "the generated Triton", attrs=("hint", "values"), lanewise=True),
+          "the generated Triton", attrs=("hint", "values"), lanewise=True, view=True),
     OpDef("print", Signature.parse("*values"), Effect.IO, _no_check,
           "print attrs['prefix'] and the values, one line per program", results=0,
           attrs=("prefix", "hex")),

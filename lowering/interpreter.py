@@ -1951,18 +1951,45 @@ def dot_accumulation(op: Op) -> tuple[Op, ...] | None:
 
 def _last_uses(block: Block) -> dict[int, frozenset[int]]:
     """For each elementwise op, the values defined in its block whose last use it is
-    (a use inside a nested region counts at the op that owns the region)."""
+    (a use inside a nested region counts at the op that owns the region), where a use
+    of a value that may share a value's memory counts as a use of it: a view of it
+    (``OpDef.view``), or a result of a region op that reads it (a loop of no trips
+    gives back its initial values, a region may yield a value from outside). The op
+    may overwrite such a value in place (``Interpreter._reusable``): that must not
+    change a view still to be read (a reshaped temporary read after the op that
+    overwrote it gave the op's result, found in session 28)."""
     dying: dict[int, frozenset[int]] = {}
     local = {r.uid for op in block.ops for r in op.results}
-    seen: set[int] = set()
-    for op in reversed(block.ops):
+    owner: dict[int, int] = {}  # union-find over the values that may share memory
+
+    def find(uid: int) -> int:
+        while owner.get(uid, uid) != uid:
+            uid = owner[uid]
+        return uid
+
+    def join(uids: set[int]) -> None:
+        roots = {find(u) for u in uids}
+        first = min(roots)
+        for root in roots:
+            owner[root] = first
+
+    uses: list[set[int]] = []
+    for op in block.ops:
         used = {v.uid for v in op.operands}
         for region in op.regions:
             used |= {v.uid for nested in walk_block(region) for v in nested.operands}
+        uses.append(used)
+        if op.defn.view:
+            join({op.require("source").uid, *(r.uid for r in op.results)})
+        elif op.regions and op.results:
+            join(used | {r.uid for r in op.results})
+    seen: set[int] = set()  # the memory (union-find roots) later ops read
+    for op, used in zip(reversed(block.ops), reversed(uses)):
+        for region in op.regions:
             dying.update(_last_uses(region))
         if op.defn.is_elementwise:
-            dying[id(op)] = frozenset(u for u in used if u in local and u not in seen)
-        seen |= used
+            dying[id(op)] = frozenset(u for u in used if u in local and find(u) not in seen)
+        seen |= {find(u) for u in used}
     return dying
 
 

@@ -6,6 +6,7 @@ running twice; the child reports how many IRs it built and the kernel's output."
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import pickle
@@ -372,6 +373,32 @@ def test_a_held_hot_launch_sees_a_rebound_global(tmp_path, monkeypatch, kernel_f
     scope["SHIFT"] = 20.0
     assert through(kernel) == 21.0  # another launch finds it
     assert through(second) == 21.0 and through(first) == 21.0
+
+
+def test_a_held_hot_launch_the_kernel_no_longer_remembers_sees_a_rebound_global(
+        tmp_path, monkeypatch, kernel_from_source):
+    """A held launch whose key the kernel has since dropped (it remembers
+    ``RECIPES_PER_KERNEL`` keys) must not run its plan once a global it read is rebound
+    (it did: only the launchers of remembered keys were told, found in session 28)."""
+    monkeypatch.setenv("DSL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(importlib.import_module("dsl.jit"), "RECIPES_PER_KERNEL", 2)
+    kernel, _ = kernel_from_source("shifted", REBOUND)
+    x = np.zeros(8, np.float32)
+
+    def through(launch, n: int = 8) -> float:
+        out = np.zeros(n, np.float32)
+        launch(np.zeros(n, np.float32) if n != 8 else x, out, N=n)
+        return float(out[0])
+
+    assert [through(kernel[(1,)]) for _ in range(3)] == [5.0] * 3
+    held = kernel[(1,)]
+    assert held is kernel._hot.call
+    for n in (16, 32, 64):  # other keys, each hot in turn: the first is dropped
+        assert [through(kernel[(1,)], n) for _ in range(3)] == [5.0] * 3
+    assert all(entry.hot is False or entry.hot.call is not held
+               for entry in kernel._exact_replays.values())
+    kernel.fn.__globals__["SHIFT"] = 10.0
+    assert through(held) == 11.0
 
 
 CONTAINERS = textwrap.dedent('''
