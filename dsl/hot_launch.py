@@ -226,8 +226,7 @@ _FAIL = "<fail>"  # where the guard gives up, in the lines ``_entry_points`` ren
 _MISSING = object()  # an argument ``call`` was not given
 # names ``call`` uses besides those of the guard's lines
 _CALL_NAMES = {"MISSING", "GENERATION", "BORN", "FALLBACK", "GIVEN", "HOT", "GRID", "WATCHED",
-               "FORGET",
-               "rest_", "more_"}
+               "FORGET", "rest_", "more_"}
 
 
 def _given(positional: tuple[Any, ...], rest: tuple[Any, ...], keywords: dict[str, Any],
@@ -270,8 +269,8 @@ def _entry_points(lines: list[str], grid: Any, watched: bool, positional: int,
         signature += (", " if signature else "") + ", ".join(
             ["*rest_", *(f"{k}=MISSING" for k in keywords), "**more_"])
         last = [names[positional - 1]] if positional else []
-        missing = " or ".join(["GENERATION[0] != BORN", "rest_", "more_",
-                               *(f"{v} is MISSING" for v in [*last, *keywords])])
+        unfit = " or ".join(["GENERATION[0] != BORN", "rest_", "more_",
+                             *(f"{v} is MISSING" for v in [*last, *keywords])])
         as_given = (f"*GIVEN(({''.join(f'{n}, ' for n in names[:positional])}), rest_, "
                     f"{{{', '.join(f'{k!r}: {k}' for k in keywords)}}}, more_)")
         bound = (f"({''.join(f'{n}, ' for n in names[:positional])}), "
@@ -279,14 +278,14 @@ def _entry_points(lines: list[str], grid: Any, watched: bool, positional: int,
         call = [f"def call({signature}):"]
         if watched:  # the kernel read globals: a launch first tests that none was rebound
             call += ["    if WATCHED:", "        FORGET()"]
-        call += [f"    if {missing}:", f"        return FALLBACK({as_given}, GRID, HOT)",
+        call += [f"    if {unfit}:", f"        return FALLBACK({as_given}, GRID, HOT)",
                  *(f"    {n} = {k}" for n, k in zip(names[positional:], keywords))]
     else:  # a keyword that is no parameter name here: the arguments as they come
         bound = "args, kwargs"
         call = ["def call(*args, **kwargs):"]
         if watched:
             call += ["    if WATCHED:", "        FORGET()"]
-        call += [f"    if GENERATION[0] != BORN or {arity}:", f"        return FALLBACK({bound}, GRID, HOT)",
-                 *unpack]
+        call += [f"    if GENERATION[0] != BORN or {arity}:",
+                 f"        return FALLBACK({bound}, GRID, HOT)", *unpack]
     call += [line.replace(_FAIL, f"return FALLBACK({bound}, GRID, HOT)") for line in lines]
     return "\n".join(["def fits_grid(grid):", f"    return {fits}", "", *run, "", *call]) + "\n"
