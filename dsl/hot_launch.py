@@ -136,9 +136,13 @@ def hot_launcher(replay: Replay, args: tuple[Any, ...], kwargs: dict[str, Any], 
                     f"or copysign(1.0, {name}) != {math.copysign(1.0, value)!r}")
         elif is_torch_tensor(value) and value.is_cpu:
             constants[f"K{i}"], constants[f"D{i}"] = kind, value.dtype
-            fail_if(f"type({name}) is not K{i} or {name}.dtype is not D{i} "
-                    f"or {name}.shape != {tuple(value.shape)!r} "
-                    f"or {name}.stride() != {tuple(value.stride())!r} or not {name}.is_cpu")
+            # (a nested tensor's shape and a sparse one's strides raise: such a call
+            # falls back to the full path, which names the argument)
+            differs = (f"type({name}) is not K{i} or {name}.dtype is not D{i} "
+                       f"or {name}.shape != {tuple(value.shape)!r} "
+                       f"or {name}.stride() != {tuple(value.stride())!r} or not {name}.is_cpu")
+            lines += ["    try:", f"        if {differs}:", f"            {_FAIL}",
+                      "    except RuntimeError:", f"        {_FAIL}"]
         else:
             return None  # a NaN, a tensor elsewhere: the exact-key path only
     buffers = []  # per tensor of the recipe

@@ -670,7 +670,8 @@ class JITFunction(InlinableKernel):
         # its memory: views it only writes may overlap (SGLang stores the fp8 bytes and
         # the float32 scales of one KV-cache row through a uint8 and a float32 view).
         observed = fn.tensors_observed()
-        for name in stored & set(tensors):
+        for name in (n for n in tensors if n in stored):  # (in parameter order: the
+            # error names the same pair in every process, whatever the string hashes)
             for other, bound in tensors.items():
                 if other != name and other in observed and \
                         partially_overlaps(tensors[name].view, bound.view):

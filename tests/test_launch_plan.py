@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -204,6 +205,45 @@ def test_a_cached_launch_still_rejects_partial_overlap_and_read_only_outputs():
     out.flags.writeable = False
     with pytest.raises(dsl.DSLLaunchError, match="read-only"):
         add_kernel[(2,)](a, b, out, 64, BLOCK=32)
+
+
+OVERLAP_ORDER = """
+import numpy as np, dsl
+
+@dsl.jit
+def two_out(x, y, o1, o2, n, BLOCK: dsl.constexpr):
+    for start in dsl.tile_range(0, n, BLOCK):
+        i = start + dsl.arange(0, BLOCK)
+        a, b = dsl.load(x, i, i < n), dsl.load(y, i, i < n)
+        dsl.store(o1, i, a + b, i < n)
+        dsl.store(o2, i, a - b, i < n)
+
+big = np.arange(900, dtype=np.float32)
+try:
+    two_out[(2,)](np.zeros(300, np.float32), big[0:300], big[1:301], big[1:301], 300, BLOCK=128)
+except dsl.DSLLaunchError as err:
+    print(str(err).splitlines()[0].split("error: ", 1)[1])
+"""
+
+
+def test_an_overlap_error_names_the_same_pair_whatever_the_string_hashes(tmp_path):
+    """Two outputs overlap an input: the error named the pair met first in a set of
+    parameter names, which changed with PYTHONHASHSEED (found in session 28); it is
+    the first stored parameter in order now."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "overlap_order.py"  # (a kernel's source must be in a file)
+    script.write_text(OVERLAP_ORDER)
+    messages = set()
+    for seed in ("0", "3"):  # (the set met 'o2' first under 0 and 'o1' under 3)
+        run = subprocess.run([sys.executable, str(script)], capture_output=True,
+                             text=True, env={**os.environ, "PYTHONHASHSEED": seed}, check=True)
+        messages.add(run.stdout.strip())
+    assert len(messages) == 1, messages
+    message = messages.pop()
+    assert "'o1'" in message and "'y'" in message and "'o2'" not in message, message
 
 
 def test_a_cached_launch_sees_a_changed_environment(monkeypatch):
@@ -652,6 +692,28 @@ def test_a_torch_call_that_differs_from_the_hot_key_misses_it_and_stays_right(
     if change != "a view into a larger storage":  # (a DSL kernel reads the view alone)
         assert hot_runs["n"] == before, "the hot launcher did not run this call"
     np.testing.assert_array_equal(out.numpy(), want[:300].astype(np.float32))
+
+
+def test_a_nested_or_sparse_tensor_for_a_hot_torch_key_is_named_as_by_a_fresh_kernel(torch):
+    """The hot launcher reads a torch tensor's shape and strides, which a nested
+    (shape) or sparse (strides) tensor refuses with torch's own RuntimeError; such a
+    call falls back to the full path, which names the argument (found in session 28)."""
+    def outcome(kernel, x):
+        with pytest.raises(dsl.DSLLaunchError) as err:
+            kernel[(2,)](x, torch.empty(300), 300, 0.5, BLOCK=128)
+        return str(err.value)
+
+    for dense, bad in ((torch.linspace(-1, 1, 300), lambda: torch.nested.nested_tensor(
+            [torch.ones(150), torch.ones(150)])),
+            (torch.zeros(3, 100), lambda: torch.ones(3, 100).to_sparse_csr())):
+        kernel = dsl.jit(_scale)
+        for _ in range(3):
+            kernel[(2,)](dense, torch.empty(300), 300, 0.5, BLOCK=128)
+        assert kernel._hot is not None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (torch's nested and sparse CSR are beta)
+            hot, fresh = outcome(kernel, bad()), outcome(dsl.jit(_scale), bad())
+        assert hot == fresh and "argument 'x'" in hot
 
 
 def test_a_hot_launcher_over_torch_checks_what_pointers_reach(torch, hot_runs):
