@@ -52,7 +52,7 @@ import math
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from keyword import iskeyword
 from typing import Any
 
@@ -71,7 +71,6 @@ class HotLauncher:
     run: Callable[[tuple[Any, ...], dict[str, Any], Any], bool]  # False: not this key
     call: Callable[..., None]  # ``kernel[grid]`` for a grid that ``fits_grid``
     fits_grid: Callable[[Any], bool]
-    namespace: dict[str, Any] = field(repr=False, compare=False)  # the functions' globals
 
 
 @dataclass(frozen=True)
@@ -220,8 +219,7 @@ def hot_launcher(replay: Replay, args: tuple[Any, ...], kwargs: dict[str, Any], 
         return None  # (the plan's globals are lower case: never met)
     namespace = {**plan.namespace, **constants}
     exec(compile(source, "<hot launcher>", "exec"), namespace)
-    launcher = HotLauncher(source, namespace["run"], namespace["call"],
-                           namespace["fits_grid"], namespace)
+    launcher = HotLauncher(source, namespace["run"], namespace["call"], namespace["fits_grid"])
     namespace["HOT"] = launcher
     return launcher
 
@@ -272,24 +270,23 @@ def _entry_points(lines: list[str], grid: Any, watched: bool, positional: int,
         signature = ", ".join([*given, "/"] if given else [])
         signature += (", " if signature else "") + ", ".join(
             ["*rest_", *(f"{k}=MISSING" for k in keywords), "**more_"])
+        header = f"def call({signature}):"
         last = [names[positional - 1]] if positional else []
         unfit = " or ".join(["GENERATION[0] != BORN", "rest_", "more_",
                              *(f"{v} is MISSING" for v in [*last, *keywords])])
-        as_given = (f"*GIVEN(({''.join(f'{n}, ' for n in names[:positional])}), rest_, "
-                    f"{{{', '.join(f'{k!r}: {k}' for k in keywords)}}}, more_)")
-        bound = (f"({''.join(f'{n}, ' for n in names[:positional])}), "
-                 f"{{{', '.join(f'{k!r}: {k}' for k in keywords)}}}")
-        call = [f"def call({signature}):"]
-        if watched:  # the kernel read globals: a launch first tests that none was rebound
-            call += ["    if WATCHED:", "        FORGET()"]
-        call += [f"    if {unfit}:", f"        return FALLBACK({as_given}, GRID, HOT)",
-                 *(f"    {n} = {k}" for n, k in zip(names[positional:], keywords))]
+        in_order = f"({''.join(f'{n}, ' for n in names[:positional])})"
+        named = f"{{{', '.join(f'{k!r}: {k}' for k in keywords)}}}"
+        as_given = f"*GIVEN({in_order}, rest_, {named}, more_)"  # what the call gave
+        bound = f"{in_order}, {named}"  # the same, once the call fits the signature
+        binding = [f"    {n} = {k}" for n, k in zip(names[positional:], keywords)]
     else:  # a keyword that is no parameter name here: the arguments as they come
-        bound = "args, kwargs"
-        call = ["def call(*args, **kwargs):"]
-        if watched:
-            call += ["    if WATCHED:", "        FORGET()"]
-        call += [f"    if GENERATION[0] != BORN or {arity}:",
-                 f"        return FALLBACK({bound}, GRID, HOT)", *unpack]
-    call += [line.replace(_FAIL, f"return FALLBACK({bound}, GRID, HOT)") for line in lines]
+        header = "def call(*args, **kwargs):"
+        unfit = f"GENERATION[0] != BORN or {arity}"
+        as_given = bound = "args, kwargs"
+        binding = unpack
+    call = [header]
+    if watched:  # the kernel read globals: a launch first tests that none was rebound
+        call += ["    if WATCHED:", "        FORGET()"]
+    call += [f"    if {unfit}:", f"        return FALLBACK({as_given}, GRID, HOT)", *binding,
+             *(line.replace(_FAIL, f"return FALLBACK({bound}, GRID, HOT)") for line in lines)]
     return "\n".join(["def fits_grid(grid):", f"    return {fits}", "", *run, "", *call]) + "\n"

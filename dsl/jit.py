@@ -225,7 +225,7 @@ class JITFunction(InlinableKernel):
             _check_options(self.name, options)
             self._launch(args, kwargs, grid, settings.get("backend"), options)
             return
-        hot = self._hot  # (dsl.hot_launch) tried here: one call less per launch
+        hot = self._hot  # (dsl.hot_launch; tried here, so ``_launch`` need not try it)
         if hot is None or hot is tried or not hot.run(args, kwargs, grid):
             self._launch(args, kwargs, grid, hot_tried=True)
 

@@ -99,7 +99,6 @@ class IndexValues:
             self.values[key] = tuple(kept)
             self.bytes += size
 
-
     def derived(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """What ``compute()`` derives from a batch's index values alone (an access's
         analysis): computed at the key's first launch, then kept. Its arrays are made
